@@ -1,0 +1,31 @@
+// Tensors to and from files: ONNX TensorProto (.pb, the test_data_set layout) and NumPy .npy.
+#pragma once
+
+#include <string>
+
+#include "runtime/tensor.h"
+
+namespace oat::onnx_loader {
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// TensorProto .pb file. Throws Error naming the file when it cannot be read or parsed.
+NamedTensor read_tensor_pb(const std::string& path);
+// Written to a temporary file and renamed.
+void write_tensor_pb(const Tensor& t, const std::string& name, const std::string& path);
+
+// NumPy .npy (format 1.0-3.0, little-endian, C order; dtypes f2 f4 f8 i1 i4 i8 u1 b1).
+Tensor read_npy(const std::string& path);
+void write_npy(const Tensor& t, const std::string& path);
+
+// Reads .npy or .pb by extension (anything else: tried as .pb).
+NamedTensor read_tensor_file(const std::string& path);
+
+// Writes `bytes` to path atomically: a temporary file in the same folder, then rename.
+// Throws Error naming the path when the folder cannot be written.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace oat::onnx_loader

@@ -1,0 +1,21 @@
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+void register_kernels(KernelRegistry& r) {
+  register_binary(r);
+  register_unary(r);
+  register_activation(r);
+  register_compare(r);
+  register_matmul(r);
+  register_conv(r);
+  register_pool(r);
+  register_norm(r);
+  register_softmax(r);
+  register_reduce(r);
+  register_shape(r);
+  register_movement(r);
+  register_generator(r);
+}
+
+}  // namespace oat::cpu

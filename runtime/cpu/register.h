@@ -1,0 +1,25 @@
+// The CPU kernel table. Each family file under kernels/ defines one register_* function;
+// register.cc calls them all, in one explicit list (no static initialisers).
+#pragma once
+
+#include "runtime/registry.h"
+
+namespace oat::cpu {
+
+void register_kernels(KernelRegistry& r);
+
+void register_binary(KernelRegistry& r);      // kernels/binary.cc: Add Sub Mul Div Pow Sum Max Min Mod
+void register_unary(KernelRegistry& r);       // kernels/unary.cc: Sqrt Exp Log Neg Abs Reciprocal ...
+void register_activation(KernelRegistry& r);  // kernels/activation.cc: Relu LeakyRelu Sigmoid ...
+void register_compare(KernelRegistry& r);     // kernels/compare.cc: Equal Less ... Not And Or Where
+void register_matmul(KernelRegistry& r);      // kernels/matmul.cc: MatMul Gemm
+void register_conv(KernelRegistry& r);        // kernels/conv.cc, conv_transpose.cc
+void register_pool(KernelRegistry& r);        // kernels/pool.cc
+void register_norm(KernelRegistry& r);        // kernels/norm.cc: BatchNormalization LayerNormalization
+void register_softmax(KernelRegistry& r);     // kernels/softmax.cc
+void register_reduce(KernelRegistry& r);      // kernels/reduce.cc
+void register_shape(KernelRegistry& r);       // kernels/shape.cc: Reshape Flatten Squeeze ... Shape
+void register_movement(KernelRegistry& r);    // kernels/movement.cc: Transpose Concat Split Slice ...
+void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant Cast Range Dropout ...
+
+}  // namespace oat::cpu

@@ -1,0 +1,200 @@
+#include "runtime/executor.h"
+
+#include <set>
+
+namespace oat {
+
+struct Executor::Step {
+  const Node* node = nullptr;
+  std::vector<int> in;   // -1 for omitted optional inputs
+  std::vector<int> out;  // -1 for omitted optional outputs
+  std::vector<int> release;  // slots whose last use is this step
+  std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> kernels;
+};
+
+namespace {
+
+bool domain_is_default(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
+  if (!domain_is_default(node.domain))
+    return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
+  if (node.op == OpId::Unknown || !reg.supports_op(node.op, device))
+    return cat("op ", node.op_type, " (opset ", node.opset, ") is not supported on ",
+               device_name(device));
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& graph,
+                                                                   Device device,
+                                                                   const KernelRegistry& reg) {
+  std::vector<std::pair<std::string, std::string>> r;
+  for (const Node& n : graph.nodes) {
+    std::string why = unsupported_reason(n, device, reg);
+    if (!why.empty()) r.emplace_back(n.describe(), why);
+  }
+  return r;
+}
+
+Executor::Executor(const Graph& graph, ExecutorOptions options)
+    : graph_(graph),
+      options_(options),
+      registry_(options.registry ? options.registry : &default_registry()) {
+  auto add_slot = [&](const std::string& name) {
+    auto it = slots_.find(name);
+    if (it != slots_.end()) return it->second;
+    int s = static_cast<int>(slots_.size());
+    slots_.emplace(name, s);
+    return s;
+  };
+  for (const auto& [name, t] : graph_.initializers) add_slot(name);
+  for (const auto& v : graph_.inputs) input_slots_.push_back(add_slot(v.name));
+  steps_.resize(graph_.nodes.size());
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const Node& n = graph_.nodes[i];
+    std::string why = unsupported_reason(n, options_.device, *registry_);
+    if (!why.empty()) throw Unsupported(cat(n.describe(), ": ", why), n.op_type);
+    Step& s = steps_[i];
+    s.node = &n;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) {
+        s.in.push_back(-1);
+        continue;
+      }
+      auto it = slots_.find(in);
+      if (it == slots_.end())
+        throw Error(cat(n.describe(), ": input '", in, "' is not produced before this node"));
+      s.in.push_back(it->second);
+    }
+    for (const auto& out : n.outputs) s.out.push_back(out.empty() ? -1 : add_slot(out));
+  }
+  for (const auto& v : graph_.outputs) {
+    auto it = slots_.find(v.name);
+    if (it == slots_.end())
+      throw Error(cat("graph output '", v.name, "' is not produced by any node or input"));
+    output_slots_.push_back(it->second);
+  }
+  constants_.resize(slots_.size());
+  for (const auto& [name, t] : graph_.initializers) constants_[slots_.at(name)] = t;
+
+  // Liveness: the last step reading each slot releases it, unless it is an output or constant.
+  std::vector<int> last_use(slots_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (int s : steps_[i].in)
+      if (s >= 0) last_use[s] = static_cast<int>(i);
+  std::set<int> keep(output_slots_.begin(), output_slots_.end());
+  for (size_t s = 0; s < last_use.size(); ++s)
+    if (last_use[s] >= 0 && !keep.count(static_cast<int>(s)) && !constants_[s].defined())
+      steps_[last_use[s]].release.push_back(static_cast<int>(s));
+}
+
+Executor::~Executor() = default;
+
+int Executor::slot_of(const std::string& name) const {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) throw Error(cat("no value named '", name, "' in the graph"));
+  return it->second;
+}
+
+void Executor::validate_feeds(const std::map<std::string, Tensor>& feeds) const {
+  std::set<std::string> declared;
+  for (const auto& v : graph_.inputs) {
+    declared.insert(v.name);
+    auto it = feeds.find(v.name);
+    if (it == feeds.end())
+      throw Error(cat("missing input '", v.name, "' (expected ", dtype_name(v.dtype), " ",
+                      v.shape_string(), ")"));
+    const Tensor& t = it->second;
+    if (v.dtype != DType::Undefined && t.dtype() != v.dtype)
+      throw Error(cat("input '", v.name, "' has dtype ", dtype_name(t.dtype()), ", expected ",
+                      dtype_name(v.dtype)));
+    if (v.shape) {
+      const auto& dims = *v.shape;
+      bool ok = static_cast<int>(dims.size()) == t.rank();
+      for (size_t d = 1; ok && d < dims.size(); ++d)
+        if (dims[d].fixed() && dims[d].value != t.shape()[d]) ok = false;
+      if (!ok)
+        throw Error(cat("input '", v.name, "' has shape ", shape_str(t.shape()), ", expected ",
+                        v.shape_string()));
+    }
+  }
+  for (const auto& [name, t] : feeds)
+    if (!declared.count(name) && !graph_.initializers.count(name))
+      throw Error(cat("input '", name, "' is not an input of the model"));
+}
+
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
+  std::vector<std::string> names;
+  for (const auto& v : graph_.outputs) names.push_back(v.name);
+  auto values = run(feeds, names);
+  std::vector<Tensor> r;
+  for (const auto& n : names) r.push_back(values.at(n));
+  return r;
+}
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds,
+                                            const std::vector<std::string>& fetch) {
+  validate_feeds(feeds);
+  std::vector<Tensor> values = constants_;
+  for (const auto& [name, t] : feeds) values[slot_of(name)] = t;  // may override an initializer
+  std::set<int> fetch_slots;
+  for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
+
+  std::vector<const Tensor*> in;
+  for (Step& s : steps_) {
+    const Node& node = *s.node;
+    in.clear();
+    for (int slot : s.in) {
+      if (slot < 0) {
+        in.push_back(nullptr);
+        continue;
+      }
+      if (!values[slot].defined())
+        throw Error(cat(node.describe(), ": input '", node.inputs[in.size()],
+                        "' has no value (was it produced?)"));
+      in.push_back(&values[slot]);
+    }
+    std::vector<Tensor> outs(s.out.size());
+    DType key = kernel_dtype_key(node, in);
+    OpKernel* kernel = nullptr;
+    for (auto& [t, k] : s.kernels)
+      if (t == key) kernel = k.get();
+    if (!kernel) {
+      s.kernels.emplace_back(key, registry_->create(node, options_.device, key));
+      kernel = s.kernels.back().second.get();
+    }
+    KernelContext ctx(node, in, &outs, options_.device);
+    try {
+      kernel->compute(ctx);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(cat(node.describe(), ": ", e.what()));
+    }
+    for (size_t o = 0; o < s.out.size(); ++o) {
+      if (s.out[o] < 0) continue;
+      if (!outs[o].defined())
+        throw Error(cat(node.describe(), ": kernel did not produce output ", o, " '",
+                        node.outputs[o], "'"));
+      values[s.out[o]] = std::move(outs[o]);
+    }
+    if (observer_) {
+      std::vector<Tensor> seen;
+      for (int slot : s.out) seen.push_back(slot >= 0 ? values[slot] : Tensor());
+      observer_(node, seen);
+    }
+    for (int slot : s.release)
+      if (!fetch_slots.count(slot)) values[slot] = Tensor();
+  }
+  std::map<std::string, Tensor> r;
+  for (const auto& n : fetch) {
+    const Tensor& t = values[slot_of(n)];
+    if (!t.defined()) throw Error(cat("value '", n, "' was not computed"));
+    r[n] = t;
+  }
+  return r;
+}
+
+}  // namespace oat

@@ -1,0 +1,69 @@
+// Executor: runs a Graph node by node with kernels from the registry.
+//
+// Values live in integer slots resolved once at construction. Each intermediate is released right
+// after its last consumer runs (liveness-based freeing), so peak memory is the live set, not the
+// whole graph. Kernels are created lazily per node and dtype, because the dtype key is only known
+// once actual inputs arrive (shapes are taken from the tensors at run time, so a model exported
+// with batch 1 runs with any batch its graph allows).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/registry.h"
+
+namespace oat {
+
+struct ExecutorOptions {
+  Device device = Device::CPU;
+  const KernelRegistry* registry = nullptr;  // default_registry() when null
+};
+
+class Executor {
+ public:
+  explicit Executor(const Graph& graph, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs the graph; returns the graph outputs in declaration order.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds);
+  // Runs the graph and returns the named values (graph outputs or intermediates).
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
+                                    const std::vector<std::string>& fetch);
+
+  // Called after every node with the node and its outputs (for `check` and debugging).
+  using NodeObserver = std::function<void(const Node&, const std::vector<Tensor>&)>;
+  void set_observer(NodeObserver obs) { observer_ = std::move(obs); }
+
+  const Graph& graph() const { return graph_; }
+
+  // Checks feeds against the declared graph inputs: every input present, no unknown names, dtype
+  // equal, rank equal, fixed dimensions equal except the first (the batch). Throws Error naming
+  // the input, the expected and the actual type/shape.
+  void validate_feeds(const std::map<std::string, Tensor>& feeds) const;
+
+ private:
+  struct Step;
+  int slot_of(const std::string& name) const;
+
+  const Graph& graph_;
+  ExecutorOptions options_;
+  const KernelRegistry* registry_;
+  std::map<std::string, int> slots_;
+  std::vector<Tensor> constants_;   // initializer values by slot (undefined for others)
+  std::vector<Step> steps_;
+  std::vector<int> input_slots_;
+  std::vector<int> output_slots_;
+  NodeObserver observer_;
+};
+
+// Every node whose op this build cannot run on `device`: (node description, reason).
+std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& graph,
+                                                                   Device device,
+                                                                   const KernelRegistry& reg);
+
+}  // namespace oat

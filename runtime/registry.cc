@@ -1,0 +1,65 @@
+#include "runtime/registry.h"
+
+#include "runtime/cpu/register.h"
+
+namespace oat {
+
+void KernelRegistry::add(OpId op, Device device, DType dtype, KernelFactory factory) {
+  table_[{op, device, dtype}] = std::move(factory);
+}
+
+void KernelRegistry::add(OpId op, Device device, std::initializer_list<DType> dtypes,
+                         KernelFactory factory) {
+  for (DType t : dtypes) add(op, device, t, factory);
+}
+
+bool KernelRegistry::supports(OpId op, Device device, DType dtype) const {
+  return table_.count({op, device, dtype}) || table_.count({op, device, kAnyDType});
+}
+
+bool KernelRegistry::supports_op(OpId op, Device device) const {
+  auto it = table_.lower_bound({op, device, static_cast<DType>(0)});
+  return it != table_.end() && std::get<0>(it->first) == op && std::get<1>(it->first) == device;
+}
+
+std::vector<DType> KernelRegistry::dtypes(OpId op, Device device) const {
+  std::vector<DType> r;
+  for (const auto& [key, f] : table_)
+    if (std::get<0>(key) == op && std::get<1>(key) == device) r.push_back(std::get<2>(key));
+  return r;
+}
+
+std::unique_ptr<OpKernel> KernelRegistry::create(const Node& node, Device device,
+                                                 DType dtype) const {
+  auto it = table_.find({node.op, device, dtype});
+  if (it == table_.end()) it = table_.find({node.op, device, kAnyDType});
+  if (it == table_.end()) {
+    if (!supports_op(node.op, device))
+      throw Error(cat(node.describe(), ": op ", node.op_type, " is not supported on ",
+                      device_name(device)));
+    std::string have;
+    for (DType t : dtypes(node.op, device)) have += std::string(have.empty() ? "" : ", ") + dtype_name(t);
+    throw Unsupported(cat(node.describe(), ": no ", device_name(device), " kernel for dtype ",
+                          dtype_name(dtype), " (have: ", have, ")"),
+                      cat(node.op_type, "[", dtype_name(dtype), "]"));
+  }
+  return it->second(node);
+}
+
+const KernelRegistry& default_registry() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    cpu::register_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+DType kernel_dtype_key(const Node& node, const std::vector<const Tensor*>& inputs) {
+  size_t first = node.op == OpId::Where ? 1 : 0;
+  for (size_t i = first; i < inputs.size(); ++i)
+    if (inputs[i]) return inputs[i]->dtype();
+  return kAnyDType;
+}
+
+}  // namespace oat

@@ -1,0 +1,158 @@
+#include "runtime/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+
+namespace oat {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+const char* device_name(Device d) { return d == Device::CPU ? "cpu" : "cuda"; }
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  if (device != Device::CPU)
+    throw Error(cat("Storage::allocate: no allocator for device ", device_name(device)));
+  std::shared_ptr<Storage> s(new Storage());
+  s->bytes_ = bytes;
+  s->device_ = device;
+  if (bytes > 0) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    s->ptr_ = std::aligned_alloc(64, rounded);
+    if (!s->ptr_) throw Error(cat("out of memory allocating ", bytes, " bytes"));
+    s->deleter_ = std::free;
+  }
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::make_external(void* ptr, size_t bytes, Device device,
+                                                void (*deleter)(void*)) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->ptr_ = ptr;
+  s->bytes_ = bytes;
+  s->device_ = device;
+  s->deleter_ = deleter;
+  return s;
+}
+
+Storage::~Storage() {
+  if (ptr_ && deleter_) deleter_(ptr_);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Device device)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device) {
+  for (int64_t d : shape_)
+    if (d < 0) throw Error(cat("negative dimension in shape ", shape_str(shape_)));
+  storage_ = Storage::allocate(nbytes(), device);
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t(dtype, std::move(shape));
+  if (t.nbytes()) std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+void Tensor::check_type(DType want) const {
+  if (want != dtype_)
+    throw Error(cat("tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(want)));
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (oat::numel(shape) != numel())
+    throw Error(cat("cannot reshape ", shape_str(shape_), " to ", shape_str(shape)));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_, device_);
+  if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+  return t;
+}
+
+double Tensor::item_as_double(int64_t i) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> double {
+    using T = decltype(tag);
+    return static_cast<double>(static_cast<const T*>(raw_data())[i]);
+  });
+}
+
+int64_t Tensor::item_as_int(int64_t i) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    const T v = static_cast<const T*>(raw_data())[i];
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(v);
+    } else {
+      return static_cast<int64_t>(static_cast<double>(v));
+    }
+  });
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[i] = item_as_int(i);
+  return v;
+}
+
+std::vector<float> Tensor::to_float_vector() const {
+  std::vector<float> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[i] = static_cast<float>(item_as_double(i));
+  return v;
+}
+
+namespace {
+
+template <class To, class From>
+To convert_one(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_integral_v<From>) {
+      return x != From{};
+    } else {
+      return static_cast<double>(x) != 0.0;
+    }
+  } else if constexpr (std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>) {
+    return To(static_cast<float>(x));
+  } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
+    // Float -> int truncates toward zero (C semantics, what ONNX Runtime does).
+    double d = static_cast<double>(x);
+    if (std::isnan(d)) return To{};
+    return static_cast<To>(d);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+}  // namespace
+
+Tensor cast_tensor(const Tensor& t, DType to) {
+  if (t.dtype() == to) return t;
+  Tensor out(to, t.shape());
+  const int64_t n = t.numel();
+  dispatch_dtype(t.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    const From* src = static_cast<const From*>(t.raw_data());
+    dispatch_dtype(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      To* dst = static_cast<To*>(out.raw_data());
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert_one<To, From>(src[i]);
+    });
+  });
+  return out;
+}
+
+}  // namespace oat

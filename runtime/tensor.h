@@ -1,0 +1,118 @@
+// Tensor: a dense, contiguous, row-major array with a dtype, a shape and a device.
+//
+// Storage is reference counted and shared by copies and by reshaped views (Reshape, Flatten,
+// Identity cost nothing). Buffers are 64-byte aligned so Eigen's vectorised kernels apply.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+
+namespace oat {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& s);
+std::string shape_str(const Shape& s);  // "[2, 3, 4]"
+
+enum class Device : uint8_t { CPU, CUDA };
+const char* device_name(Device d);
+
+// A block of bytes on one device. CPU blocks come from aligned_alloc; the CUDA backend supplies
+// its own allocator through Storage::make_external.
+class Storage {
+ public:
+  static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::CPU);
+  static std::shared_ptr<Storage> make_external(void* ptr, size_t bytes, Device device,
+                                                void (*deleter)(void*));
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage() = default;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_ = Device::CPU;
+  void (*deleter_)(void*) = nullptr;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialised contents.
+  Tensor(DType dtype, Shape shape, Device device = Device::CPU);
+
+  static Tensor zeros(DType dtype, Shape shape);
+  template <class T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values) {
+    Tensor t(dtype_of<T>(), std::move(shape));
+    if (static_cast<int64_t>(values.size()) != t.numel())
+      throw Error(cat("Tensor::from_vector: ", values.size(), " values for shape ",
+                      shape_str(t.shape())));
+    std::copy(values.begin(), values.end(), t.data<T>());
+    return t;
+  }
+  template <class T>
+  static Tensor scalar(T v) {
+    return from_vector<T>({}, {v});
+  }
+
+  bool defined() const { return dtype_ != DType::Undefined; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_.at(i < 0 ? i + rank() : i); }
+  int64_t numel() const { return oat::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+  void* raw_data() { return storage_ ? storage_->data() : nullptr; }
+  const void* raw_data() const { return storage_ ? storage_->data() : nullptr; }
+
+  template <class T>
+  T* data() {
+    check_type(dtype_of<T>());
+    return static_cast<T*>(raw_data());
+  }
+  template <class T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return static_cast<const T*>(raw_data());
+  }
+
+  // Same storage, new shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+  // Deep copy.
+  Tensor clone() const;
+  // Element i converted to double / int64 (any dtype). For shapes, indices and tests, not hot loops.
+  double item_as_double(int64_t i = 0) const;
+  int64_t item_as_int(int64_t i = 0) const;
+  // All elements as int64 (shape, axes and index inputs of any integer dtype).
+  std::vector<int64_t> to_int_vector() const;
+  std::vector<float> to_float_vector() const;
+
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+ private:
+  void check_type(DType want) const;
+
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::Undefined;
+  Device device_ = Device::CPU;
+};
+
+// Converts every element to `to` (ONNX Cast semantics: float→int truncates toward zero,
+// anything→bool is x != 0, float→F16/BF16 rounds to nearest even).
+Tensor cast_tensor(const Tensor& t, DType to);
+
+}  // namespace oat

@@ -1,15 +1,16 @@
 #include "onnx_loader/model.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <set>
-#include <sstream>
 
 #include "onnx_loader/proto_convert.h"
 #include "onnx_loader/tensor_io.h"
@@ -36,18 +37,43 @@ int64_t libonnx_max_opset() {
 
 namespace {
 
+// A copy of the model for shape inference without the bulk of the weights: large initializers
+// keep their name, type and dims (all inference needs) but not their data. Small ones (shape
+// constants, Resize scales) keep their data for data propagation.
+onnx::ModelProto inference_copy(onnx::ModelProto& proto) {
+  constexpr size_t kKeepBytes = size_t{1} << 20;
+  auto* inits = proto.mutable_graph()->mutable_initializer();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> moved;
+  moved.Swap(inits);
+  onnx::ModelProto copy = proto;
+  moved.Swap(inits);
+  for (const auto& t : *inits) {
+    auto* c = copy.mutable_graph()->add_initializer();
+    if (t.ByteSizeLong() <= kKeepBytes) {
+      *c = t;
+      continue;
+    }
+    c->set_name(t.name());
+    c->set_data_type(t.data_type());
+    *c->mutable_dims() = t.dims();
+  }
+  return copy;
+}
+
 // Adds what ONNX shape inference (libonnx) derives to graph.value_info. Skipped, with a warning,
 // when the model imports an opset newer than libonnx knows: its schemas would describe the
-// older operator (e.g. ReduceMean with axes as an attribute) and give wrong shapes.
-void infer_shapes(const onnx::ModelProto& proto, Model& model) {
+// older operator (e.g. ReduceMean with axes as an attribute) and give wrong shapes. Shapes are
+// then known only at run time, from the actual tensors, which is all the executor needs.
+void infer_shapes(onnx::ModelProto& proto, Model& model) {
   int64_t opset = model.graph.opsets.count("") ? model.graph.opsets.at("") : 0;
   if (opset > libonnx_max_opset()) {
     model.warnings.push_back(cat("opset ", opset, " is newer than libonnx knows (",
                                  libonnx_max_opset(),
-                                 "); shapes come from the input tensors at run time only"));
+                                 "); shape inference skipped, shapes come from the input "
+                                 "tensors at run time"));
     return;
   }
-  onnx::ModelProto copy = proto;
+  onnx::ModelProto copy = inference_copy(proto);
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
@@ -60,7 +86,8 @@ void infer_shapes(const onnx::ModelProto& proto, Model& model) {
     if (!model.graph.value_info.count(vi.name()))
       model.graph.value_info[vi.name()] = value_info_from_proto(vi);
   // Fill graph outputs whose declared type was missing.
-  for (int i = 0; i < copy.graph().output_size(); ++i) {
+  for (int i = 0;
+       i < copy.graph().output_size() && i < static_cast<int>(model.graph.outputs.size()); ++i) {
     auto& out = model.graph.outputs[static_cast<size_t>(i)];
     if (out.dtype == DType::Undefined || !out.shape) {
       ValueInfo inferred = value_info_from_proto(copy.graph().output(i));
@@ -72,7 +99,7 @@ void infer_shapes(const onnx::ModelProto& proto, Model& model) {
 
 Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
               const std::string& base_dir, const LoadOptions& options) {
-  const onnx::ModelProto& p = handle->proto;
+  onnx::ModelProto& p = handle->proto;
   Model m;
   m.path = name;
   m.ir_version = p.ir_version();
@@ -81,9 +108,17 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
   for (const auto& kv : p.metadata_props()) m.metadata[kv.key()] = kv.value();
   if (!p.has_graph())
     throw Error(cat(name, ": not an ONNX model (no graph; is this a .onnx file?)"));
+  if (p.ir_version() <= 0)
+    m.warnings.push_back("the model declares no ir_version (not a valid ONNX model)");
   std::map<std::string, int64_t> opsets;
   for (const auto& op : p.opset_import()) {
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    if (op.version() <= 0)
+      throw Error(cat(name, ": opset import for domain '", domain.empty() ? "ai.onnx" : domain,
+                      "' has version ", op.version()));
+    if (opsets.count(domain) && opsets[domain] != op.version())
+      throw Error(cat(name, ": domain '", domain.empty() ? "ai.onnx" : domain,
+                      "' is imported twice, with opsets ", opsets[domain], " and ", op.version()));
     opsets[domain] = op.version();
   }
   // IR version 3 and older models may omit opset_import for the default domain: ONNX says 1.
@@ -92,36 +127,39 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
   for (const auto& f : p.functions()) local_functions.insert(f.domain() + "." + f.name());
   for (const auto& n : p.graph().node())
     if (local_functions.count(n.domain() + "." + n.op_type()))
-      throw Error(cat(name, ": node '", n.name(), "' calls model-local function ", n.domain(), ".",
-                      n.op_type(), ", which is not supported"));
+      throw Unsupported(cat(name, ": node '", n.name(), "' calls model-local function ", n.domain(),
+                            ".", n.op_type(), ", which is not supported"),
+                        cat("function ", n.op_type()));
   try {
-    m.graph = graph_from_proto(p.graph(), opsets, options.load_external_data ? base_dir : base_dir,
-                               {}, false);
+    m.graph = graph_from_proto(p.graph(), opsets,
+                               TensorSource{base_dir, options.load_external_data}, {}, false);
   } catch (const Unsupported& e) {
     throw Unsupported(cat(name, ": ", e.what()), e.key());
   } catch (const Error& e) {
     throw Error(cat(name, ": ", e.what()));
+  } catch (const std::bad_alloc&) {
+    throw Error(cat(name, ": out of memory while loading the initializers"));
   }
-  m.proto = std::move(handle);
   if (options.run_shape_inference) infer_shapes(p, m);
+  m.proto = std::move(handle);
   return m;
-}
-
-void check_magic(const std::string& bytes, const std::string& name) {
-  if (bytes.empty()) throw Error(cat(name, ": file is empty, not an ONNX model"));
 }
 
 }  // namespace
 
 Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir,
                             const LoadOptions& options, const std::string& name) {
-  check_magic(bytes, name);
+  if (bytes.empty()) throw Error(cat(name, ": file is empty, not an ONNX model"));
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(cat(name, ": ", bytes.size(),
+                    " bytes is over protobuf's 2 GB limit (large weights must be external data)"));
   auto handle = std::make_shared<ModelProtoHandle>();
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT32_MAX);
   if (!handle->proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    throw Error(cat(name, ": not an ONNX model (protobuf parse failed; truncated or another format)"));
+    throw Error(
+        cat(name, ": not an ONNX model (protobuf parse failed; truncated or another format)"));
   return convert(std::move(handle), name, base_dir, options);
 }
 
@@ -131,15 +169,60 @@ Model load_model(const std::string& path, const LoadOptions& options) {
   if (fs::is_directory(path, ec)) throw Error(cat(path, ": is a directory, not an ONNX model"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(cat(path, ": cannot be opened for reading"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw Error(cat(path, ": cannot read its size (", ec.message(), ")"));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uintmax_t>(in.gcount()) != size) throw Error(cat(path, ": read failed"));
   std::string base_dir = fs::path(path).parent_path().string();
-  return load_model_from_bytes(ss.str(), base_dir, options, path);
+  return load_model_from_bytes(bytes, base_dir, options, path);
 }
 
 namespace {
 
 constexpr size_t kProtobufLimit = (size_t{1} << 31) - (size_t{64} << 20);  // 2 GB less headroom
+
+}  // namespace
+
+namespace {
+
+// Replaces `init` by `t`, keeping its name and doc string.
+void replace_initializer(onnx::TensorProto& init, const Tensor& t) {
+  const std::string doc = init.doc_string();
+  const std::string name = init.name();
+  tensor_to_proto(t, name, &init);
+  if (!doc.empty()) init.set_doc_string(doc);
+}
+
+// Moves every initializer of at least `threshold` bytes into `data` (one file, each tensor
+// aligned to 4 KiB as onnx.save_model does) and points the proto at it.
+void externalise(onnx::GraphProto* g, size_t threshold, const std::string& data_name,
+                 std::string& data) {
+  for (auto& init : *g->mutable_initializer()) {
+    if (init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) continue;
+    if (!init.has_raw_data()) {
+      // float_data / int64_data / ...: re-encode as raw bytes first.
+      if (init.ByteSizeLong() < threshold) continue;
+      replace_initializer(init, tensor_from_proto(init, std::string()));
+    }
+    if (init.raw_data().size() < threshold) continue;
+    const size_t offset = (data.size() + 4095) / 4096 * 4096;
+    data.resize(offset, '\0');
+    data += init.raw_data();
+    const size_t length = init.raw_data().size();
+    init.clear_raw_data();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+    auto add = [&](const char* k, const std::string& v) {
+      auto* e = init.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add("location", data_name);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(length));
+  }
+}
 
 }  // namespace
 
@@ -149,21 +232,21 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
   onnx::ModelProto proto = model.proto->proto;
   auto* g = proto.mutable_graph();
   std::set<std::string> replaced;
-  size_t total = 0;
   for (auto& init : *g->mutable_initializer()) {
     auto it = initializers.find(init.name());
-    const bool was_external = init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
     if (it != initializers.end()) {
-      tensor_to_proto(it->second, init.name(), &init);
+      if (!it->second.defined())
+        throw Error(
+            cat("save_model: the tensor given for initializer '", init.name(), "' is undefined"));
+      replace_initializer(init, it->second);
       replaced.insert(init.name());
-    } else if (was_external) {
+    } else if (init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
       // Re-materialise: the original external file is relative to the input model.
       auto git = model.graph.initializers.find(init.name());
       if (git == model.graph.initializers.end() || !git->second.defined())
         throw Error(cat("save_model: external initializer '", init.name(), "' was not loaded"));
-      tensor_to_proto(git->second, init.name(), &init);
+      replace_initializer(init, git->second);
     }
-    total += init.raw_data().size();
   }
   for (const auto& [name, t] : initializers)
     if (!replaced.count(name))
@@ -180,38 +263,27 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
     for (int64_t d : it->second.shape()) shape->add_dim()->set_dim_value(d);
   }
 
-  const bool external = options.external_data || total > kProtobufLimit;
+  const size_t limit = std::min(options.protobuf_limit_bytes, kProtobufLimit);
+  const bool external = options.external_data || proto.ByteSizeLong() > limit;
   std::string data_bytes;
   const std::string data_name = fs::path(out_path).filename().string() + ".data";
-  if (external) {
-    for (auto& init : *g->mutable_initializer()) {
-      if (init.raw_data().size() < options.external_threshold_bytes) continue;
-      // Align each tensor to 4 KiB so it can be mapped (what onnx.save_model does).
-      size_t offset = (data_bytes.size() + 4095) / 4096 * 4096;
-      data_bytes.resize(offset, '\0');
-      data_bytes += init.raw_data();
-      const size_t length = init.raw_data().size();
-      init.clear_raw_data();
-      init.clear_external_data();
-      init.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
-      auto add = [&](const char* k, const std::string& v) {
-        auto* e = init.add_external_data();
-        e->set_key(k);
-        e->set_value(v);
-      };
-      add("location", data_name);
-      add("offset", std::to_string(offset));
-      add("length", std::to_string(length));
-    }
-  }
+  if (external) externalise(g, options.external_threshold_bytes, data_name, data_bytes);
+  if (proto.ByteSizeLong() > limit)
+    throw Error(cat(out_path,
+                    ": the model is over protobuf's 2 GB limit even with its "
+                    "initializers in external data (large Constant nodes?)"));
   std::string bytes;
   if (!proto.SerializeToString(&bytes))
-    throw Error(cat(out_path, ": the model could not be serialised (over protobuf's 2 GB limit?)"));
-  if (external) {
-    const std::string data_path = (fs::path(out_path).parent_path() / data_name).string();
-    write_file_atomic(data_path, data_bytes);
+    throw Error(cat(out_path, ": the model could not be serialised"));
+  const std::string data_path = (fs::path(out_path).parent_path() / data_name).string();
+  const bool has_data = !data_bytes.empty();
+  if (has_data) write_file_atomic(data_path, data_bytes);
+  try {
+    write_file_atomic(out_path, bytes);
+  } catch (...) {
+    if (has_data) std::remove(data_path.c_str());
+    throw;
   }
-  write_file_atomic(out_path, bytes);
 }
 
 }  // namespace oat::onnx_loader

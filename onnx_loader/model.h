@@ -40,15 +40,22 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
                             const LoadOptions& options = {}, const std::string& name = "<memory>");
 
 struct SaveOptions {
-  // Write initializers larger than `external_threshold_bytes` to `<out>.data` beside the model.
-  // Automatic when the model would pass protobuf's 2 GB limit.
+  // Write initializers of at least `external_threshold_bytes` to `<out>.data` beside the model
+  // (location relative to the model, each tensor at a 4 KiB-aligned offset). Automatic when the
+  // serialised model would pass `protobuf_limit_bytes`.
   bool external_data = false;
   size_t external_threshold_bytes = 1024;
+  // Protobuf cannot write or read messages of 2 GB or more; this is that limit less headroom.
+  // Tests lower it to exercise the automatic switch to external data without 2 GB of weights.
+  size_t protobuf_limit_bytes = (size_t{1} << 31) - (size_t{64} << 20);
 };
 
 // Writes `model`'s original ModelProto with the initializers named in `initializers` replaced by
-// these tensors (dtype and shape may change), everything else preserved. Written to a temporary
-// file and renamed, so a failure never leaves a half-written output.
+// these tensors (dtype and shape may change), everything else preserved: names, doc strings,
+// metadata_props, opset_import, value_info, producer, node order. Initializers that were external
+// data in the input are written inline (or to the new `<out>.data`). Written to a temporary file
+// and renamed, so a failure never leaves a half-written output. Throws Error for an initializer
+// name the model does not have.
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
                 const std::string& out_path, const SaveOptions& options = {});
 

@@ -1,14 +1,17 @@
 #include "onnx_loader/tensor_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
-#include <sstream>
 
 #include "onnx_loader/proto_convert.h"
 
@@ -21,47 +24,64 @@ namespace {
 std::string read_all(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(cat(path, ": no such file"));
+  if (fs::is_directory(path, ec)) throw Error(cat(path, ": is a directory, not a tensor file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(cat(path, ": cannot be opened for reading"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw Error(cat(path, ": cannot read its size (", ec.message(), ")"));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uintmax_t>(in.gcount()) != size) throw Error(cat(path, ": read failed"));
+  return bytes;
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
-  fs::path target(path);
-  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw Error(cat(path, ": cannot write, folder '", dir.string(), "' does not exist"));
+    throw Error(cat(path, ": cannot write, '", dir.string(), "' is not an existing folder"));
+  if (fs::is_directory(target, ec)) throw Error(cat(path, ": cannot write, it is a folder"));
   std::random_device rd;
   const std::string tmp =
-      (dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-              std::to_string(rd() % 100000)))
+      (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+              std::to_string(rd() % 1000000)))
           .string();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(cat(path, ": cannot write (folder not writable?)"));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error(cat(path, ": write failed (disk full?)"));
-    }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    throw Error(cat(path, ": cannot write in '", dir.string(), "' (", std::strerror(errno), ")"));
+  // Data reaches the disk before the rename makes it visible, so a crash leaves the old file
+  // or the new one, never a torn one.
+  const bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
+  const int err = errno;
+  if (::close(fd) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw Error(cat(path, ": write failed (", std::strerror(ok ? errno : err), ")"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_err = errno;
     std::remove(tmp.c_str());
-    throw Error(cat(path, ": cannot replace the file (is it a folder, or read-only?)"));
+    throw Error(cat(path, ": cannot replace the file (", std::strerror(rename_err), ")"));
   }
 }
 
 NamedTensor read_tensor_pb(const std::string& path) {
   const std::string bytes = read_all(path);
   onnx::TensorProto p;
-  if (!p.ParseFromString(bytes))
+  if (!p.ParseFromString(bytes) || p.data_type() == onnx::TensorProto_DataType_UNDEFINED)
     throw Error(cat(path, ": not a TensorProto (.pb) file"));
   try {
     return {p.name(), tensor_from_proto(p, fs::path(path).parent_path().string())};
@@ -73,21 +93,25 @@ NamedTensor read_tensor_pb(const std::string& path) {
 }
 
 void write_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {
+  if (!t.defined()) throw Error(cat(path, ": cannot write an undefined tensor"));
   onnx::TensorProto p;
   tensor_to_proto(t, name, &p);
   std::string bytes;
-  p.SerializeToString(&bytes);
+  if (!p.SerializeToString(&bytes))
+    throw Error(cat(path, ": tensor '", name, "' could not be serialised (over 2 GB?)"));
   write_file_atomic(path, bytes);
 }
 
 namespace {
 
 DType npy_dtype(const std::string& descr, const std::string& path) {
-  // descr is like '<f4', '|u1', '|b1'. Big-endian ('>') data is refused.
-  if (descr.size() < 3) throw Error(cat(path, ": bad .npy dtype '", descr, "'"));
+  // descr is like '<f4', '|u1', '|b1'; '=' is native order (little-endian here).
+  if (descr.size() < 3 || std::string("<>|=").find(descr[0]) == std::string::npos)
+    throw Error(cat(path, ": bad .npy dtype '", descr, "'"));
   const char order = descr[0];
   const std::string kind = descr.substr(1);
-  if (order == '>' && kind != "i1" && kind != "u1" && kind != "b1")
+  const bool one_byte = kind == "i1" || kind == "u1" || kind == "b1";
+  if (order == '>' && !one_byte)
     throw Error(cat(path, ": big-endian .npy data ('", descr, "') is not supported"));
   if (kind == "f4") return DType::F32;
   if (kind == "f2") return DType::F16;
@@ -97,22 +121,52 @@ DType npy_dtype(const std::string& descr, const std::string& path) {
   if (kind == "i1") return DType::I8;
   if (kind == "u1") return DType::U8;
   if (kind == "b1") return DType::Bool;
-  throw Error(cat(path, ": .npy dtype '", descr, "' is not supported"));
+  throw Error(
+      cat(path, ": .npy dtype '", descr, "' is not supported (have f2 f4 f8 i1 i4 i8 u1 b1)"));
 }
 
 const char* npy_descr(DType t) {
   switch (t) {
-    case DType::F32: return "<f4";
-    case DType::F16: return "<f2";
-    case DType::F64: return "<f8";
-    case DType::I64: return "<i8";
-    case DType::I32: return "<i4";
-    case DType::I8: return "|i1";
-    case DType::U8: return "|u1";
-    case DType::Bool: return "|b1";
-    default: break;
+    case DType::F32:
+      return "<f4";
+    case DType::F16:
+      return "<f2";
+    case DType::F64:
+      return "<f8";
+    case DType::I64:
+      return "<i8";
+    case DType::I32:
+      return "<i4";
+    case DType::I8:
+      return "|i1";
+    case DType::U8:
+      return "|u1";
+    case DType::Bool:
+      return "|b1";
+    default:
+      break;
   }
-  throw Error(cat(".npy cannot store dtype ", dtype_name(t)));
+  return nullptr;
+}
+
+// Parses the header dict's shape tuple "(2, 3)", "(5,)" or "()".
+Shape npy_shape(const std::string& tuple, const std::string& path) {
+  Shape shape;
+  size_t i = 0;
+  while (i < tuple.size()) {
+    while (i < tuple.size() && (tuple[i] == ' ' || tuple[i] == ',')) ++i;
+    if (i == tuple.size()) break;
+    size_t j = i;
+    while (j < tuple.size() && std::isdigit(static_cast<unsigned char>(tuple[j]))) ++j;
+    // numpy writes Python ints, which may carry an 'L' suffix in files from Python 2.
+    if (j == i || j - i > 18) throw Error(cat(path, ": bad .npy shape '(", tuple, ")'"));
+    shape.push_back(std::stoll(tuple.substr(i, j - i)));
+    i = j;
+    if (i < tuple.size() && tuple[i] == 'L') ++i;
+    if (i < tuple.size() && tuple[i] != ',' && tuple[i] != ' ')
+      throw Error(cat(path, ": bad .npy shape '(", tuple, ")'"));
+  }
+  return shape;
 }
 
 }  // namespace
@@ -134,44 +188,55 @@ Tensor read_npy(const std::string& path) {
   } else {
     throw Error(cat(path, ": unsupported .npy version ", major));
   }
-  if (header_start + header_len > bytes.size()) throw Error(cat(path, ": truncated .npy header"));
+  if (header_len > bytes.size() - header_start) throw Error(cat(path, ": truncated .npy header"));
   const std::string header = bytes.substr(header_start, header_len);
   std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'")))
+  if (!std::regex_search(header, m, std::regex("['\"]descr['\"]\\s*:\\s*['\"]([^'\"]*)['\"]")))
     throw Error(cat(path, ": .npy header has no descr"));
   const DType dt = npy_dtype(m[1], path);
-  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True")))
+  if (std::regex_search(header, m, std::regex("['\"]fortran_order['\"]\\s*:\\s*True")))
     throw Error(cat(path, ": Fortran-ordered .npy arrays are not supported"));
-  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
+  if (!std::regex_search(header, m, std::regex("['\"]shape['\"]\\s*:\\s*\\(([^)]*)\\)")))
     throw Error(cat(path, ": .npy header has no shape"));
-  Shape shape;
-  std::stringstream dims(m[1].str());
-  std::string item;
-  while (std::getline(dims, item, ',')) {
-    if (item.find_first_not_of(" \t") == std::string::npos) continue;
-    shape.push_back(std::stoll(item));
+  const Shape shape = npy_shape(m[1].str(), path);
+  // Byte count with overflow checks, before allocating.
+  uint64_t n = dtype_size(dt);
+  for (int64_t d : shape) {
+    if (d != 0 && n > (uint64_t{1} << 62) / static_cast<uint64_t>(d))
+      throw Error(cat(path, ": .npy shape ", shape_str(shape), " is too large"));
+    n *= static_cast<uint64_t>(d);
   }
-  Tensor t(dt, shape);
   const size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start < t.nbytes())
-    throw Error(cat(path, ": .npy data is truncated (", bytes.size() - data_start, " bytes, shape ",
-                    shape_str(shape), " of ", dtype_name(dt), " needs ", t.nbytes(), ")"));
-  if (t.nbytes()) std::memcpy(t.raw_data(), bytes.data() + data_start, t.nbytes());
+  const size_t have = bytes.size() - data_start;
+  if (have != n)
+    throw Error(cat(path, ": .npy data has ", have, " bytes, shape ", shape_str(shape), " of ",
+                    dtype_name(dt), " needs ", n, have < n ? " (truncated)" : ""));
+  Tensor t(dt, shape);
+  if (n) std::memcpy(t.raw_data(), bytes.data() + data_start, n);
+  if (dt == DType::Bool) {
+    auto* b = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) b[i] = b[i] != 0;
+  }
   return t;
 }
 
 void write_npy(const Tensor& t, const std::string& path) {
+  const char* descr = npy_descr(t.dtype());
+  if (!descr)
+    throw Error(cat(path, ": .npy has no ", dtype_name(t.dtype()),
+                    " dtype (write a .pb TensorProto instead)"));
   // numpy's tuple syntax: () for a scalar, (5,) for one dimension, (2, 3) otherwise.
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i)
     shape += (i ? ", " : "") + std::to_string(t.shape()[i]);
   shape += t.shape().size() == 1 ? ",)" : ")";
-  std::string dict = cat("{'descr': '", npy_descr(t.dtype()), "', 'fortran_order': False, 'shape': ",
-                         shape, ", }");
+  std::string dict =
+      cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
   // Pad so the data starts on a 64-byte boundary; the header ends in '\n'.
   size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';
+  if (dict.size() > 0xffff) throw Error(cat(path, ": rank ", t.rank(), " is too high for .npy"));
   std::string bytes = "\x93NUMPY";
   bytes += static_cast<char>(1);
   bytes += static_cast<char>(0);
@@ -183,7 +248,14 @@ void write_npy(const Tensor& t, const std::string& path) {
 }
 
 NamedTensor read_tensor_file(const std::string& path) {
-  if (fs::path(path).extension() == ".npy") return {fs::path(path).stem().string(), read_npy(path)};
+  // .npy by its magic bytes or extension; everything else is a TensorProto.
+  bool npy = fs::path(path).extension() == ".npy";
+  if (!npy) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[6] = {};
+    npy = in.read(magic, 6) && std::memcmp(magic, "\x93NUMPY", 6) == 0;
+  }
+  if (npy) return {fs::path(path).stem().string(), read_npy(path)};
   return read_tensor_pb(path);
 }
 

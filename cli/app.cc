@@ -1,12 +1,28 @@
+// Exit status: 0 on success (and for --help / --version), 1 when a command fails on its input
+// (a bad model, input or output path: one `error: ...` line on stderr), 2 for a command line
+// that does not parse (also one `error: ...` line).
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <new>
 
 #include "cli/commands.h"
 #include "runtime/error.h"
 
 namespace oat::cli {
+
+namespace {
+
+// Messages are printed on one line: embedded newlines would split the `error:` line.
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+}  // namespace
 
 int run_main(int argc, char** argv) {
   CLI::App app{"onnx-amp-train: train ONNX models with automatic mixed precision"};
@@ -17,13 +33,17 @@ int run_main(int argc, char** argv) {
   auto* infer_cmd = app.add_subcommand(
       "infer", "Run a model on inputs (.npy or TensorProto .pb) and write output_<k>.pb files");
   infer_cmd->add_option("model", infer.model, "ONNX model file")->required();
-  infer_cmd->add_option("-i,--input", infer.inputs,
-                        "Input as [NAME=]FILE (.npy or .pb); without NAME, inputs bind in order")
+  infer_cmd
+      ->add_option("-i,--input", infer.inputs,
+                   "Input as [NAME=]FILE (.npy or .pb). Without NAME, a .pb's stored name or a "
+                   ".npy's file stem binds it to the input of that name, else inputs bind in order")
       ->required();
-  infer_cmd->add_option("-o,--output-dir", infer.out_dir,
-                        "Folder for output_<k>.pb (ONNX test_data_set layout)")
+  infer_cmd
+      ->add_option("-o,--output-dir", infer.out_dir,
+                   "Folder for output_<k>.pb (ONNX test_data_set layout); created if missing")
       ->required();
-  infer_cmd->add_option("--threads", infer.threads, "CPU threads (0: all cores)");
+  infer_cmd->add_option("--threads", infer.threads, "CPU threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
   infer_cmd->add_option("--repeat", infer.repeat, "Run N times and report the mean time")
       ->check(CLI::PositiveNumber);
 
@@ -36,16 +56,18 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "error: " << one_line(e.what()) << " (see --help)\n";
+    return 2;
   }
   try {
     if (*infer_cmd) return run_infer(infer);
     if (*inspect_cmd) return run_inspect(inspect);
-  } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return 1;
   }
   return 0;

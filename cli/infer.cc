@@ -1,8 +1,15 @@
 // `onnx-amp-train infer`: inputs from files, outputs as output_<k>.pb TensorProtos.
+//
+// Everything that can fail on the user's input (the output folder, the model, the inputs, the
+// run) fails before the first output file is written, and the outputs of one run are written
+// all or none, so a failed command never leaves half a result behind.
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "cli/commands.h"
 #include "onnx_loader/model.h"
@@ -14,53 +21,107 @@ namespace oat::cli {
 
 namespace fs = std::filesystem;
 
-int run_infer(const InferOptions& o) {
-  set_num_threads(o.threads);
-  // Check the output folder before any work, so a bad path fails fast.
+namespace {
+
+// Fails unless `dir` is a writable folder or can be created as one. Creates nothing.
+void check_output_dir(const std::string& dir) {
   std::error_code ec;
-  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
-    throw Error(cat(o.out_dir, ": output path exists and is not a folder"));
-  if (!fs::exists(o.out_dir, ec)) {
-    fs::create_directories(o.out_dir, ec);
-    if (ec) throw Error(cat(o.out_dir, ": cannot create output folder (", ec.message(), ")"));
+  fs::path p(dir);
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec)) throw Error(cat(dir, ": output path exists and is not a folder"));
+  } else {
+    // The nearest existing ancestor must be a folder we can create entries in.
+    fs::path parent = fs::absolute(p, ec).parent_path();
+    while (!fs::exists(parent, ec) && parent.has_parent_path() && parent.parent_path() != parent)
+      parent = parent.parent_path();
+    if (!fs::is_directory(parent, ec))
+      throw Error(
+          cat(dir, ": cannot create output folder, '", parent.string(), "' is not a folder"));
+    p = parent;
   }
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    throw Error(cat(dir, ": output folder '", p.string(), "' is not writable"));
+}
 
-  onnx_loader::Model model = onnx_loader::load_model(o.model);
-  Executor exec(model.graph);
-
+// Binds "[NAME=]FILE" specs to graph inputs (see the --input help in app.cc).
+std::map<std::string, Tensor> read_feeds(const std::vector<std::string>& specs, const Graph& g) {
   std::map<std::string, Tensor> feeds;
-  size_t positional = 0;
-  for (const std::string& spec : o.inputs) {
+  std::set<std::string> declared;
+  for (const auto& v : g.inputs) declared.insert(v.name);
+  std::vector<std::pair<std::string, onnx_loader::NamedTensor>> unnamed;
+  for (const std::string& spec : specs) {
     std::string name, file = spec;
     auto eq = spec.find('=');
-    if (eq != std::string::npos && !fs::exists(spec)) {
+    std::error_code ec;
+    if (eq != std::string::npos && !fs::exists(spec, ec)) {
       name = spec.substr(0, eq);
       file = spec.substr(eq + 1);
+      if (name.empty()) throw Error(cat("input '", spec, "': empty name before '='"));
     }
     onnx_loader::NamedTensor nt = onnx_loader::read_tensor_file(file);
     if (name.empty()) {
-      if (positional >= model.graph.inputs.size())
-        throw Error(cat(file, ": more inputs given than the model has (",
-                        model.graph.inputs.size(), ")"));
-      name = model.graph.inputs[positional++].name;
+      unnamed.emplace_back(file, std::move(nt));
+      continue;
     }
-    if (feeds.count(name)) throw Error(cat("input '", name, "' given twice"));
-    feeds[name] = nt.tensor;
+    if (!feeds.emplace(name, nt.tensor).second) throw Error(cat("input '", name, "' given twice"));
   }
+  // Files whose stored name is an input bind to it; the rest fill the unbound inputs in order.
+  std::vector<std::pair<std::string, Tensor>> positional;
+  for (auto& [file, nt] : unnamed) {
+    if (declared.count(nt.name) && !feeds.count(nt.name))
+      feeds.emplace(nt.name, nt.tensor);
+    else
+      positional.emplace_back(file, nt.tensor);
+  }
+  size_t next = 0;
+  for (auto& [file, t] : positional) {
+    while (next < g.inputs.size() && feeds.count(g.inputs[next].name)) ++next;
+    if (next == g.inputs.size())
+      throw Error(cat(file, ": more inputs given than the model has (", g.inputs.size(), ")"));
+    feeds.emplace(g.inputs[next].name, t);
+  }
+  return feeds;
+}
+
+}  // namespace
+
+int run_infer(const InferOptions& o) {
+  if (o.threads < 0) throw Error(cat("--threads ", o.threads, " must be 0 or more"));
+  if (o.repeat < 1) throw Error(cat("--repeat ", o.repeat, " must be 1 or more"));
+  set_num_threads(o.threads);
+  check_output_dir(o.out_dir);  // fail fast, before loading a large model
+
+  onnx_loader::Model model = onnx_loader::load_model(o.model);
+  Executor exec(model.graph);
+  const std::map<std::string, Tensor> feeds = read_feeds(o.inputs, model.graph);
+  exec.validate_feeds(feeds);
 
   std::vector<Tensor> outputs;
   double total_ms = 0;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     outputs = exec.run(feeds);
-    total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const std::string path = (fs::path(o.out_dir) / cat("output_", k, ".pb")).string();
-    onnx_loader::write_tensor_pb(outputs[k], model.graph.outputs[k].name, path);
+
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) throw Error(cat(o.out_dir, ": cannot create output folder (", ec.message(), ")"));
+  std::vector<std::string> written;
+  try {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const std::string path = (fs::path(o.out_dir) / cat("output_", k, ".pb")).string();
+      onnx_loader::write_tensor_pb(outputs[k], model.graph.outputs[k].name, path);
+      written.push_back(path);
+    }
+  } catch (...) {
+    for (const auto& p : written) fs::remove(p, ec);
+    throw;
+  }
+  for (size_t k = 0; k < outputs.size(); ++k)
     std::cout << "output_" << k << ".pb  " << model.graph.outputs[k].name << "  "
               << dtype_name(outputs[k].dtype()) << " " << shape_str(outputs[k].shape()) << "\n";
-  }
   std::cout << "time_ms " << total_ms / o.repeat << " (mean of " << o.repeat << ", "
             << num_threads() << " threads)\n";
   return 0;

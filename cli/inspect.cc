@@ -1,8 +1,15 @@
 // `onnx-amp-train inspect`: what a model is and what this build can run of it.
+//
+// Reports the inputs and outputs (dtype and shape, symbolic dims by name), the opsets, the node
+// count by op, the parameters (floating-point initializers: element count and bytes; other
+// initializers such as shape constants are counted separately), and every node this build cannot
+// run on the CPU: ops it has no kernel for, and ops whose kernels lack the node's dtype when the
+// model's types tell it. Loader warnings (e.g. shape inference skipped for a new opset) follow.
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/commands.h"
 #include "onnx_loader/model.h"
@@ -10,36 +17,102 @@
 
 namespace oat::cli {
 
+namespace {
+
+// The dtype the executor will key this node's kernel on (its first present input's, Where's
+// second), when the model's initializers and value_info tell it; Undefined when unknown.
+DType static_dtype_key(const Graph& g, const Node& n) {
+  for (size_t i = n.op == OpId::Where ? 1 : 0; i < n.inputs.size(); ++i) {
+    const std::string& in = n.inputs[i];
+    if (in.empty()) continue;
+    auto it = g.initializers.find(in);
+    if (it != g.initializers.end() && it->second.defined()) return it->second.dtype();
+    const ValueInfo* vi = g.find_value_info(in);
+    return vi ? vi->dtype : DType::Undefined;
+  }
+  return DType::Undefined;
+}
+
+// unsupported_nodes() plus the dtype check above.
+std::vector<std::pair<std::string, std::string>> cannot_run(const Graph& g) {
+  const KernelRegistry& reg = default_registry();
+  auto r = unsupported_nodes(g, Device::CPU, reg);
+  std::set<std::string> listed;
+  for (const auto& u : r) listed.insert(u.first);
+  for (const Node& n : g.nodes) {
+    if (listed.count(n.describe())) continue;
+    const DType key = static_dtype_key(g, n);
+    if (key != DType::Undefined && !reg.supports(n.op, Device::CPU, key))
+      r.emplace_back(n.describe(),
+                     cat("op ", n.op_type, " has no CPU kernel for ", dtype_name(key)));
+  }
+  return r;
+}
+
+nlohmann::json dims_json(const ValueInfo& v) {
+  if (!v.shape) return nullptr;
+  nlohmann::json dims = nlohmann::json::array();
+  for (const Dim& d : *v.shape) {
+    if (d.fixed())
+      dims.push_back(d.value);
+    else if (!d.param.empty())
+      dims.push_back(d.param);
+    else
+      dims.push_back(nullptr);
+  }
+  return dims;
+}
+
+nlohmann::json value_json(const ValueInfo& v) {
+  return {{"name", v.name},
+          {"dtype", dtype_name(v.dtype)},
+          {"shape", v.shape_string()},
+          {"dims", dims_json(v)}};
+}
+
+}  // namespace
+
 int run_inspect(const InspectOptions& o) {
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   const Graph& g = model.graph;
   std::map<std::string, int> op_counts;
   for (const Node& n : g.nodes) op_counts[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
-  int64_t params = 0;
-  size_t param_bytes = 0;
+  int64_t params = 0, other_elems = 0;
+  size_t param_bytes = 0, other_bytes = 0;
+  int num_params = 0;
   for (const auto& [name, t] : g.initializers) {
-    if (!is_floating(t.dtype())) continue;
-    params += t.numel();
-    param_bytes += t.nbytes();
+    if (is_floating(t.dtype())) {
+      params += t.numel();
+      param_bytes += t.nbytes();
+      ++num_params;
+    } else {
+      other_elems += t.numel();
+      other_bytes += t.nbytes();
+    }
   }
-  auto unsupported = unsupported_nodes(g, Device::CPU, default_registry());
+  const auto unsupported = cannot_run(g);
 
   if (o.json) {
     nlohmann::json j;
     j["model"] = o.model;
     j["ir_version"] = model.ir_version;
-    j["producer"] = model.producer_name + " " + model.producer_version;
+    j["producer"] = {{"name", model.producer_name}, {"version", model.producer_version}};
+    j["opsets"] = nlohmann::json::object();
     for (const auto& [d, v] : g.opsets) j["opsets"][d.empty() ? "ai.onnx" : d] = v;
-    for (const auto& v : g.inputs)
-      j["inputs"].push_back({{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape_string()}});
-    for (const auto& v : g.outputs)
-      j["outputs"].push_back({{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape_string()}});
+    j["inputs"] = nlohmann::json::array();
+    for (const auto& v : g.inputs) j["inputs"].push_back(value_json(v));
+    j["outputs"] = nlohmann::json::array();
+    for (const auto& v : g.outputs) j["outputs"].push_back(value_json(v));
     j["nodes"] = g.nodes.size();
     j["op_counts"] = op_counts;
     j["parameters"] = params;
     j["parameter_bytes"] = param_bytes;
+    j["parameter_tensors"] = num_params;
+    j["other_initializer_elements"] = other_elems;
+    j["other_initializer_bytes"] = other_bytes;
     j["unsupported"] = nlohmann::json::array();
-    for (const auto& [node, why] : unsupported) j["unsupported"].push_back({{"node", node}, {"reason", why}});
+    for (const auto& [node, why] : unsupported)
+      j["unsupported"].push_back({{"node", node}, {"reason", why}});
     j["warnings"] = model.warnings;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -57,9 +130,15 @@ int run_inspect(const InspectOptions& o) {
   for (const auto& v : g.outputs)
     std::cout << "  " << v.name << "  " << dtype_name(v.dtype) << " " << v.shape_string() << "\n";
   std::cout << "\nnodes      " << g.nodes.size() << "\n";
-  for (const auto& [op, n] : op_counts) std::cout << "  " << std::left << std::setw(28) << op << n << "\n";
-  std::cout << "\nparameters " << params << " (" << std::fixed << std::setprecision(2)
-            << param_bytes / 1048576.0 << " MiB) in " << g.initializers.size() << " initializers\n";
+  for (const auto& [op, n] : op_counts)
+    std::cout << "  " << std::left << std::setw(28) << op << n << "\n";
+  std::cout << "\nparameters " << params << " (" << param_bytes << " bytes, " << std::fixed
+            << std::setprecision(2) << param_bytes / 1048576.0 << " MiB) in " << num_params
+            << " tensors\n";
+  if (g.initializers.size() > static_cast<size_t>(num_params))
+    std::cout << "other      " << g.initializers.size() - static_cast<size_t>(num_params)
+              << " integer/bool initializers, " << other_elems << " elements (" << other_bytes
+              << " bytes)\n";
   if (unsupported.empty()) {
     std::cout << "\nevery node can run on the CPU\n";
   } else {

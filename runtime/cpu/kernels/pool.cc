@@ -1,8 +1,207 @@
-// TODO(foundation): kernels of this family are being written; nothing is registered yet.
+// Pooling on NCHW data (1-, 2-, 3-D): MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool.
+//
+// For an output position o, the window reads the input at t_j = o·stride - pad_begin + j·dilation,
+// j in [0, k), along each axis (conv_geometry.h gives the output size, ceil_mode and auto_pad):
+//   MaxPool:      Y[o] = max over the taps inside the input (padding never wins);
+//                 Indices[o] = the flat index of that maximum in X, over (N, C, spatial) with the
+//                 spatial part row-major (storage_order 0) or column-major (storage_order 1).
+//   AveragePool:  Y[o] = Σ taps inside the input / count, where count is the number of taps inside
+//                 the input, or with count_include_pad the number inside the padded input
+//                 [-pad_begin, in + pad_end) — windows that ceil_mode lets run past the end
+//                 padding are not charged for the part beyond it (PyTorch's rule).
+//   Global*Pool:  Y[n, c, 1, ...] = max / mean of the whole plane X[n, c].
+// Planes (n, c) are independent and spread over threads.
+// GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 reductions; it must be
+// silenced before the first include pulls in immintrin.h.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <Eigen/Core>
+#include <algorithm>
+#include <limits>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
 
-void register_pool(KernelRegistry& /*r*/) {}
+void register_space_depth(KernelRegistry& r);  // space_depth.cc
+
+namespace {
+
+// The taps j in [lo, hi) of the window at output position o that fall inside the input along
+// slot s, and `padded` = how many of the k taps fall inside [-pad_begin, in + pad_end).
+struct TapRange {
+  int64_t lo, hi, padded;
+};
+inline TapRange tap_range(const Window3& w, int s, int64_t o) {
+  const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
+  auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
+    return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
+  };
+  const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
+  return {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
+}
+
+// Reads the attributes every pool shares and resolves the window for input X.
+Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Tensor& X) {
+  if (attrs.kernel_shape.empty()) ctx.fail("the kernel_shape attribute is required");
+  if (X.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(X.shape())));
+  return forward_window(ctx, attrs, X.shape(), attrs.kernel_shape);
+}
+
+Shape pooled_shape(const Tensor& X, const Window3& w) {
+  Shape s = {X.dim(0), X.dim(1)};
+  for (int64_t d : w.out_shape()) s.push_back(d);
+  return s;
+}
+
+template <class T>
+class MaxPoolKernel : public OpKernel {
+ public:
+  explicit MaxPoolKernel(const Node& node)
+      : attrs_(parse_window_attrs(node)), column_major_(node.attr_int("storage_order", 0) != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& X = ctx.input(0);
+    const Window3 w = pool_window(ctx, attrs_, X);
+    Tensor& Y = ctx.allocate_output(0, X.dtype(), pooled_shape(X, w));
+    int64_t* indices = nullptr;
+    if (ctx.output_requested(1))
+      indices = ctx.allocate_output(1, DType::I64, Y.shape()).data<int64_t>();
+    const int64_t planes = X.dim(0) * X.dim(1), plane = w.in_size(), P = w.out_size();
+    const T* x = X.data<T>();
+    T* y = Y.data<T>();
+    const int64_t IH = w.in[1], IW = w.in[2];
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* xp = x + nc * plane;
+      int64_t o = nc * P;
+      for (int64_t oz = 0; oz < w.out[0]; ++oz) {
+        const TapRange tz = tap_range(w, 0, oz);
+        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
+          const TapRange ty = tap_range(w, 1, oy);
+          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
+            const TapRange tx = tap_range(w, 2, ox);
+            T best = std::numeric_limits<T>::lowest();
+            int64_t at = -1;
+            for (int64_t a = tz.lo; a < tz.hi; ++a) {
+              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+              for (int64_t b = ty.lo; b < ty.hi; ++b) {
+                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW;
+                for (int64_t e = tx.lo; e < tx.hi; ++e) {
+                  const int64_t i = row + ox * w.stride[2] - w.pad[2] + e * w.dil[2];
+                  if (xp[i] > best || at < 0) {
+                    best = xp[i];
+                    at = i;
+                  }
+                }
+              }
+            }
+            y[o] = best;
+            if (indices) indices[o] = nc * plane + (column_major_ ? transpose_index(at, w) : at);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  // Row-major spatial index (z, y, x) -> column-major z + D·(y + H·x).
+  static int64_t transpose_index(int64_t i, const Window3& w) {
+    if (i < 0) return i;
+    const int64_t ix = i % w.in[2], iy = (i / w.in[2]) % w.in[1], iz = i / (w.in[2] * w.in[1]);
+    return iz + w.in[0] * (iy + w.in[1] * ix);
+  }
+
+  WindowAttrs attrs_;
+  bool column_major_;
+};
+
+template <class T>
+class AveragePoolKernel : public OpKernel {
+ public:
+  explicit AveragePoolKernel(const Node& node)
+      : attrs_(parse_window_attrs(node)),
+        count_include_pad_(node.attr_int("count_include_pad", 0) != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& X = ctx.input(0);
+    const Window3 w = pool_window(ctx, attrs_, X);
+    Tensor& Y = ctx.allocate_output(0, X.dtype(), pooled_shape(X, w));
+    const int64_t planes = X.dim(0) * X.dim(1), plane = w.in_size(), P = w.out_size();
+    const T* x = X.data<T>();
+    T* y = Y.data<T>();
+    const int64_t IH = w.in[1], IW = w.in[2];
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* xp = x + nc * plane;
+      int64_t o = nc * P;
+      for (int64_t oz = 0; oz < w.out[0]; ++oz) {
+        const TapRange tz = tap_range(w, 0, oz);
+        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
+          const TapRange ty = tap_range(w, 1, oy);
+          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
+            const TapRange tx = tap_range(w, 2, ox);
+            T sum = T(0);
+            for (int64_t a = tz.lo; a < tz.hi; ++a) {
+              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+              for (int64_t b = ty.lo; b < ty.hi; ++b) {
+                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW;
+                for (int64_t e = tx.lo; e < tx.hi; ++e)
+                  sum += xp[row + ox * w.stride[2] - w.pad[2] + e * w.dil[2]];
+              }
+            }
+            const int64_t count = count_include_pad_
+                                      ? tz.padded * ty.padded * tx.padded
+                                      : (tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo);
+            y[o] = count > 0 ? sum / static_cast<T>(count) : T(0);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+  bool count_include_pad_;
+};
+
+// GlobalMaxPool / GlobalAveragePool: one reduction per (n, c) plane.
+template <class T, bool kMax>
+void global_pool(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  if (X.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(X.shape())));
+  Shape y_shape(X.shape().size(), 1);
+  y_shape[0] = X.dim(0);
+  y_shape[1] = X.dim(1);
+  Tensor& Y = ctx.allocate_output(0, X.dtype(), y_shape);
+  const int64_t planes = X.dim(0) * X.dim(1), plane = X.numel() / std::max<int64_t>(planes, 1);
+  if (planes > 0 && plane == 0) ctx.fail(cat("empty spatial extent in X ", shape_str(X.shape())));
+  const T* x = X.data<T>();
+  T* y = Y.data<T>();
+#pragma omp parallel for schedule(static) if (planes * plane > (1 << 16))
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> p(x + nc * plane, plane);
+    y[nc] = kMax ? p.maxCoeff() : p.sum() / static_cast<T>(plane);
+  }
+}
+
+}  // namespace
+
+void register_pool(KernelRegistry& r) {
+  const Device cpu = Device::CPU;
+  r.add(OpId::MaxPool, cpu, DType::F32, kernel_factory<MaxPoolKernel<float>>());
+  r.add(OpId::MaxPool, cpu, DType::F64, kernel_factory<MaxPoolKernel<double>>());
+  r.add(OpId::MaxPool, cpu, DType::I8, kernel_factory<MaxPoolKernel<int8_t>>());
+  r.add(OpId::MaxPool, cpu, DType::U8, kernel_factory<MaxPoolKernel<uint8_t>>());
+  r.add(OpId::AveragePool, cpu, DType::F32, kernel_factory<AveragePoolKernel<float>>());
+  r.add(OpId::AveragePool, cpu, DType::F64, kernel_factory<AveragePoolKernel<double>>());
+  r.add(OpId::GlobalMaxPool, cpu, DType::F32, function_kernel(global_pool<float, true>));
+  r.add(OpId::GlobalMaxPool, cpu, DType::F64, function_kernel(global_pool<double, true>));
+  r.add(OpId::GlobalAveragePool, cpu, DType::F32, function_kernel(global_pool<float, false>));
+  r.add(OpId::GlobalAveragePool, cpu, DType::F64, function_kernel(global_pool<double, false>));
+  register_space_depth(r);
+}
 
 }  // namespace oat::cpu

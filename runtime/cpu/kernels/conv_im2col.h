@@ -1,0 +1,114 @@
+// im2col / col2im and the GEMM that Conv and ConvTranspose are built on.
+//
+// For one image and one group, with Cg input channels and a window `w` (conv_geometry.h):
+//   col[(c, a, b, e), (z, y, x)] = x[c, z*sd - pd + a*dd, y*sh - ph + b*dh, x*sw - pw + e*dw]
+// (0 where the index falls in the padding). col is (Cg * kd*kh*kw) x (od*oh*ow), row-major, so
+//   Conv:           Y_g (Mg x out) = W_g (Mg x Cg*k) · col
+//   ConvTranspose:  col = W_gᵀ · X_g, then col2im scatters (adds) col back into the image,
+// col2im being the exact adjoint of im2col.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+
+namespace oat::cpu {
+
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// C (m x n) = A (m x k) · B (k x n), or C += A·B when `accumulate`; all row-major, contiguous.
+// Eigen runs it on oat::num_threads() threads unless called inside an OpenMP parallel region.
+template <class T>
+void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool accumulate) {
+  Eigen::Map<const RowMajorMatrix<T>> A(a, m, k);
+  Eigen::Map<const RowMajorMatrix<T>> B(b, k, n);
+  Eigen::Map<RowMajorMatrix<T>> C(c, m, n);
+  if (accumulate)
+    C.noalias() += A * B;
+  else
+    C.noalias() = A * B;
+}
+
+// A per-thread scratch buffer that only grows (OpenMP threads persist, so the im2col matrix is
+// not reallocated, and its pages not faulted in again, on every call).
+template <class T>
+T* thread_scratch(size_t count) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+// Builds col (channels * w.k_size() rows, w.out_size() columns) from x (channels planes of
+// w.in_size()). Rows are spread over threads when `parallel`.
+template <class T>
+void im2col(const T* x, int64_t channels, const Window3& w, T* col, bool parallel) {
+  const int64_t rows = channels * w.k_size();
+  const int64_t P = w.out_size(), plane = w.in_size();
+  const int64_t OD = w.out[0], OH = w.out[1], OW = w.out[2];
+#pragma omp parallel for schedule(static) if (parallel && rows * P > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t e = r % w.k[2], b = (r / w.k[2]) % w.k[1], a = (r / (w.k[2] * w.k[1])) % w.k[0];
+    const int64_t c = r / w.k_size();
+    const T* xc = x + c * plane;
+    T* dst = col + r * P;
+    const int64_t off_x = e * w.dil[2] - w.pad[2];
+    int64_t x0, x1;
+    valid_range(off_x, w.stride[2], w.in[2], OW, &x0, &x1);
+    for (int64_t oz = 0; oz < OD; ++oz) {
+      const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        T* d = dst + (oz * OH + oy) * OW;
+        const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+        if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= w.in[1]) {
+          std::fill(d, d + OW, T(0));
+          continue;
+        }
+        const T* xr = xc + (iz * w.in[1] + iy) * w.in[2];
+        std::fill(d, d + x0, T(0));
+        if (w.stride[2] == 1) {
+          std::copy(xr + x0 + off_x, xr + x1 + off_x, d + x0);
+        } else {
+          for (int64_t ox = x0; ox < x1; ++ox) d[ox] = xr[ox * w.stride[2] + off_x];
+        }
+        std::fill(d + x1, d + OW, T(0));
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds every col entry into the image position it was read from.
+// `y` (channels planes of w.in_size()) must be initialised (zeros or bias) by the caller.
+// Channels are spread over threads when `parallel` (each writes only its own plane).
+template <class T>
+void col2im(const T* col, int64_t channels, const Window3& w, T* y, bool parallel) {
+  const int64_t P = w.out_size(), plane = w.in_size(), ks = w.k_size();
+  const int64_t OD = w.out[0], OH = w.out[1], OW = w.out[2];
+#pragma omp parallel for schedule(static) if (parallel && channels * ks * P > (1 << 15))
+  for (int64_t c = 0; c < channels; ++c) {
+    T* yc = y + c * plane;
+    for (int64_t kk = 0; kk < ks; ++kk) {
+      const int64_t e = kk % w.k[2], b = (kk / w.k[2]) % w.k[1], a = kk / (w.k[2] * w.k[1]);
+      const T* src = col + (c * ks + kk) * P;
+      const int64_t off_x = e * w.dil[2] - w.pad[2];
+      int64_t x0, x1;
+      valid_range(off_x, w.stride[2], w.in[2], OW, &x0, &x1);
+      for (int64_t oz = 0; oz < OD; ++oz) {
+        const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+        if (iz < 0 || iz >= w.in[0]) continue;
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+          if (iy < 0 || iy >= w.in[1]) continue;
+          const T* s = src + (oz * OH + oy) * OW;
+          T* yr = yc + (iz * w.in[1] + iy) * w.in[2];
+          for (int64_t ox = x0; ox < x1; ++ox) yr[ox * w.stride[2] + off_x] += s[ox];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace oat::cpu

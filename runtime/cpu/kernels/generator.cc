@@ -1,8 +1,240 @@
-// TODO(foundation): kernels of this family are being written; nothing is registered yet.
+// Generators and casts: Constant, ConstantOfShape, Cast, CastLike, Range, Dropout.
+//
+// Dropout's training mode draws its mask like the ONNX reference (numpy's legacy generator:
+// np.random.seed(seed); u = np.random.uniform(0, 1, X.shape)): MT19937 seeded with `seed`
+// (std::mt19937's seeding is numpy's init_genrand), and u = (a*2^26 + b) / 2^53 from two 32-bit
+// draws a>>5, b>>6, element by element in row-major order. Each kernel owns one generator,
+// seeded once, so successive training steps draw fresh masks and a run is reproducible.
+#include <cmath>
+#include <random>
+#include <type_traits>
+
+#include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
 
-void register_generator(KernelRegistry& /*r*/) {}
+namespace {
+
+// ONNX TensorProto.DataType (Cast's 'to', integer from opset 6, a type name string before).
+DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
+  if (!a) throw Error(cat(n.describe(), ": missing attribute 'to'"));
+  if (a->kind == Attribute::Kind::String) {
+    static const std::pair<const char*, DType> names[] = {
+        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
+        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
+        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
+    for (const auto& [name, t] : names)
+      if (a->s == name) return t;
+    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
+                      cat(n.op_type, "(to=", a->s, ")"));
+  }
+  switch (a->i) {
+    case 1:
+      return DType::F32;
+    case 2:
+      return DType::U8;
+    case 3:
+      return DType::I8;
+    case 6:
+      return DType::I32;
+    case 7:
+      return DType::I64;
+    case 9:
+      return DType::Bool;
+    case 10:
+      return DType::F16;
+    case 11:
+      return DType::F64;
+    case 16:
+      return DType::BF16;
+    case 8:
+      throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
+    default:
+      break;
+  }
+  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
+                    cat(n.op_type, "(to=", a->i, ")"));
+}
+
+// Constant: the tensor named by exactly one of value, value_float(s), value_int(s).
+class ConstantKernel : public OpKernel {
+ public:
+  explicit ConstantKernel(const Node& n) {
+    using K = Attribute::Kind;
+    if (const Attribute* a = n.attr("value"); a && a->kind == K::Tensor) {
+      value_ = a->t;
+    } else if (n.has_attr("value_float")) {
+      value_ = Tensor::scalar<float>(n.attr_float("value_float", 0.0f));
+    } else if (n.has_attr("value_floats")) {
+      auto v = n.attr_floats("value_floats");
+      value_ = Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+    } else if (n.has_attr("value_int")) {
+      value_ = Tensor::scalar<int64_t>(n.attr_int("value_int", 0));
+    } else if (n.has_attr("value_ints")) {
+      auto v = n.attr_ints("value_ints");
+      value_ = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+    } else if (n.has_attr("sparse_value")) {
+      throw Unsupported(cat(n.describe(), ": sparse_value is not supported"),
+                        "Constant(sparse_value)");
+    } else if (n.has_attr("value_string") || n.has_attr("value_strings")) {
+      throw Unsupported(cat(n.describe(), ": string constants are not supported"),
+                        "Constant(string)");
+    } else {
+      throw Error(cat(n.describe(), ": no value attribute"));
+    }
+  }
+  void compute(KernelContext& ctx) override { ctx.set_output(0, value_); }
+
+ private:
+  Tensor value_;
+};
+
+// ConstantOfShape: a tensor of shape `input` filled with the one-element 'value' (float 0).
+class ConstantOfShapeKernel : public OpKernel {
+ public:
+  explicit ConstantOfShapeKernel(const Node& n) : value_(Tensor::scalar<float>(0.0f)) {
+    if (const Attribute* a = n.attr("value")) {
+      if (a->kind != Attribute::Kind::Tensor || a->t.numel() != 1)
+        throw Error(cat(n.describe(), ": 'value' must be a one-element tensor"));
+      value_ = a->t;
+    }
+  }
+  void compute(KernelContext& ctx) override {
+    const std::vector<int64_t> shape = ctx.input(0).to_int_vector();
+    for (int64_t d : shape)
+      if (d < 0) ctx.fail(cat("shape ", shape_str(shape), " has a negative dimension"));
+    Tensor& y = ctx.allocate_output(0, value_.dtype(), shape);
+    dispatch_word(dtype_size(value_.dtype()), [&](auto w) {
+      using W = decltype(w);
+      W* d = static_cast<W*>(y.raw_data());
+      std::fill(d, d + y.numel(), *static_cast<const W*>(value_.raw_data()));
+    });
+  }
+
+ private:
+  Tensor value_;
+};
+
+// Cast: Y = X converted to 'to' (oat::cast_tensor: float->int truncates, ->bool is x != 0,
+// ->F16/BF16 rounds to nearest even). Casting to the same dtype shares X's storage.
+class CastKernel : public OpKernel {
+ public:
+  explicit CastKernel(const Node& n) : to_(dtype_from_onnx_code(n, n.attr("to"))) {}
+  void compute(KernelContext& ctx) override { ctx.set_output(0, cast_tensor(ctx.input(0), to_)); }
+
+ private:
+  DType to_;
+};
+
+// CastLike: Cast to the dtype of input 1.
+void cast_like(KernelContext& ctx) {
+  ctx.set_output(0, cast_tensor(ctx.input(0), ctx.input(1).dtype()));
+}
+
+// Range: Y[i] = start + i * delta for i < max(ceil((limit - start) / delta), 0).
+template <class T>
+void range(KernelContext& ctx) {
+  auto scalar = [&](int i, const char* what) {
+    const Tensor& t = ctx.input(i);
+    if (t.numel() != 1 || t.dtype() != dtype_of<T>())
+      ctx.fail(cat(what, " must be a ", dtype_name(dtype_of<T>()), " scalar, got ",
+                   dtype_name(t.dtype()), " ", shape_str(t.shape())));
+    return t.data<T>()[0];
+  };
+  const T start = scalar(0, "start"), limit = scalar(1, "limit"), delta = scalar(2, "delta");
+  if (delta == T(0)) ctx.fail("delta is 0");
+  int64_t n;
+  if constexpr (std::is_integral_v<T>) {
+    const int64_t diff = static_cast<int64_t>(limit) - start, dl = delta;
+    n = diff / dl + ((diff % dl != 0 && (diff > 0) == (dl > 0)) ? 1 : 0);
+  } else {
+    n = static_cast<int64_t>(std::ceil(static_cast<double>(limit - start) / delta));
+  }
+  n = std::max<int64_t>(n, 0);
+  T* y = ctx.allocate_output(0, dtype_of<T>(), {n}).template data<T>();
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+}
+
+// Dropout: inference (default, or training_mode false, or ratio 0) is Y = X with mask all true.
+// Training: mask = u >= ratio with u ~ U[0, 1) (see the top of the file), Y = mask ? X / (1 -
+// ratio) : 0. The ratio is input 1 from opset 12 (default 0.5) and an attribute before; training
+// mode is input 2 from opset 12, is_test == 0 before opset 7, and off for opsets 7-11. The mask is
+// bool from opset 10 and X's dtype before.
+template <class T>
+class DropoutKernel : public OpKernel {
+ public:
+  explicit DropoutKernel(const Node& n)
+      : ratio_attr_(n.attr_float("ratio", 0.5f)),
+        old_training_(n.opset < 7 && n.attr_int("is_test", 0) == 0),
+        gen_(static_cast<std::mt19937::result_type>(
+            n.has_attr("seed") ? n.attr_int("seed", 0)
+                               : static_cast<int64_t>(std::hash<std::string>{}(n.name)))) {}
+
+  void compute(KernelContext& ctx) override {
+    const Node& n = ctx.node();
+    const Tensor& x = ctx.input(0);
+    double ratio = ratio_attr_;
+    bool training = old_training_;
+    if (n.opset >= 12) {
+      if (const Tensor* r = ctx.input_or_null(1)) ratio = r->item_as_double();
+      if (const Tensor* t = ctx.input_or_null(2)) training = t->item_as_int() != 0;
+    }
+    if (ratio < 0 || ratio > 1) ctx.fail(cat("ratio ", ratio, " is outside [0, 1]"));
+    const DType mask_dtype = n.opset >= 10 ? DType::Bool : x.dtype();
+    const bool want_mask = ctx.output_requested(1);
+    const int64_t count = x.numel();
+    if (!training || ratio == 0) {
+      ctx.set_output(0, x);
+      if (want_mask) {
+        Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
+        dispatch_dtype(mask_dtype, [&](auto tag) {
+          using M = decltype(tag);
+          std::fill(m.data<M>(), m.data<M>() + count, M(1));
+        });
+      }
+      return;
+    }
+    const T* src = x.data<T>();
+    T* y = ctx.allocate_output(0, x.dtype(), x.shape()).template data<T>();
+    std::vector<uint8_t> keep(static_cast<size_t>(count));
+    const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t a = gen_() >> 5, b = gen_() >> 6;
+      const double u = (a * 67108864.0 + b) / 9007199254740992.0;
+      keep[i] = u >= ratio;
+      y[i] = keep[i] ? static_cast<T>(src[i] * scale) : T(0);
+    }
+    if (want_mask) {
+      Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
+      dispatch_dtype(mask_dtype, [&](auto tag) {
+        using M = decltype(tag);
+        M* md = m.data<M>();
+        for (int64_t i = 0; i < count; ++i) md[i] = M(keep[i]);
+      });
+    }
+  }
+
+ private:
+  float ratio_attr_;
+  bool old_training_;
+  std::mt19937 gen_;
+};
+
+}  // namespace
+
+void register_generator(KernelRegistry& r) {
+  const Device cpu = Device::CPU;
+  r.add(OpId::Constant, cpu, kAnyDType, kernel_factory<ConstantKernel>());
+  r.add(OpId::ConstantOfShape, cpu, kAnyDType, kernel_factory<ConstantOfShapeKernel>());
+  r.add(OpId::Cast, cpu, kAnyDType, kernel_factory<CastKernel>());
+  r.add(OpId::CastLike, cpu, kAnyDType, function_kernel(cast_like));
+  r.add(OpId::Range, cpu, DType::F32, function_kernel(range<float>));
+  r.add(OpId::Range, cpu, DType::F64, function_kernel(range<double>));
+  r.add(OpId::Range, cpu, DType::I64, function_kernel(range<int64_t>));
+  r.add(OpId::Range, cpu, DType::I32, function_kernel(range<int32_t>));
+  r.add(OpId::Dropout, cpu, DType::F32, kernel_factory<DropoutKernel<float>>());
+  r.add(OpId::Dropout, cpu, DType::F64, kernel_factory<DropoutKernel<double>>());
+}
 
 }  // namespace oat::cpu

@@ -1,0 +1,202 @@
+// Pad: Y.shape[d] = X.shape[d] + pads[d] + pads[r + d]; Y[i] = X[src(i)], where per axis, with
+// j = i - pads_begin and n = X.shape[d]:
+//   constant: j in [0, n) ? X[j] : value (negative pads crop)
+//   reflect:  j mirrored about 0 and n-1 without repeating the edge (numpy 'reflect')
+//   edge:     clamp(j, 0, n-1)
+//   wrap:     j mod n
+// Opset 1 has 'paddings', opset 2-10 'pads' and 'value' attributes; opset 11+ take inputs pads
+// and optional constant_value; opset 18 adds the optional axes input (pads then cover only
+// those axes).
+//
+// Each axis gets a source-index map (-1 = fill). Output rows whose leading axes map to -1 are
+// filled; other rows copy from one source row through the last axis's map, compressed into
+// runs (contiguous copies and fills).
+// Registered from register_movement().
+#include <algorithm>
+
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/movement.h"
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+namespace {
+
+enum class PadMode { Constant, Reflect, Edge, Wrap };
+
+class PadKernel : public OpKernel {
+ public:
+  explicit PadKernel(const Node& n)
+      : from_attrs_(n.opset < 11),
+        pads_attr_(n.attr_ints(n.opset < 2 ? "paddings" : "pads")),
+        value_attr_(n.attr_float("value", 0.0f)) {
+    const std::string m = n.attr_string("mode", "constant");
+    if (m == "constant")
+      mode_ = PadMode::Constant;
+    else if (m == "reflect")
+      mode_ = PadMode::Reflect;
+    else if (m == "edge")
+      mode_ = PadMode::Edge;
+    else if (m == "wrap")
+      mode_ = PadMode::Wrap;
+    else
+      throw Error(cat(n.describe(), ": unknown pad mode '", m, "'"));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int r = x.rank();
+    std::vector<int64_t> pads = from_attrs_ ? pads_attr_ : ctx.input(1).to_int_vector();
+    std::vector<int64_t> axes = from_attrs_ ? std::vector<int64_t>{} : optional_ints(ctx, 3);
+    if (axes.empty())
+      for (int d = 0; d < r; ++d) axes.push_back(d);
+    const size_t k = axes.size();
+    if (pads.size() != 2 * k)
+      ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
+                   shape_str(x.shape())));
+    std::vector<int64_t> begin(r, 0), end(r, 0);
+    for (size_t i = 0; i < k; ++i) {
+      const int a = normalize_axis(ctx, axes[i], r, "pad axis");
+      begin[a] = pads[i];
+      end[a] = pads[i + k];
+    }
+    Shape out(r);
+    for (int d = 0; d < r; ++d) {
+      out[d] = x.shape()[d] + begin[d] + end[d];
+      if (out[d] < 0)
+        ctx.fail(cat("pads ", shape_str(pads), " crop input ", shape_str(x.shape()),
+                     " below zero on axis ", d));
+      if (mode_ != PadMode::Constant && x.shape()[d] == 0 && out[d] > 0)
+        ctx.fail(cat("cannot pad an empty axis ", d, " of ", shape_str(x.shape()),
+                     " except in constant mode"));
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+    if (y.numel() == 0) return;
+
+    // The fill value as one element of X's dtype.
+    Tensor value = Tensor::zeros(x.dtype(), {});
+    if (mode_ == PadMode::Constant) {
+      const Tensor* v = from_attrs_ ? nullptr : ctx.input_or_null(2);
+      if (v && v->numel() > 0) {
+        if (v->dtype() != x.dtype())
+          ctx.fail(cat("constant_value is ", dtype_name(v->dtype()), ", data is ",
+                       dtype_name(x.dtype())));
+        std::memcpy(value.raw_data(), v->raw_data(), dtype_size(x.dtype()));
+      } else if (from_attrs_) {
+        value = cast_tensor(Tensor::scalar<float>(value_attr_), x.dtype());
+      }
+    }
+    std::vector<std::vector<int64_t>> map(r);
+    for (int d = 0; d < r; ++d) map[d] = axis_map(out[d], x.shape()[d], begin[d]);
+    if (r == 0) {
+      std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+      return;
+    }
+    dispatch_word(dtype_size(x.dtype()), [&](auto w) {
+      using W = decltype(w);
+      run<W>(static_cast<const W*>(x.raw_data()), static_cast<W*>(y.raw_data()),
+             *static_cast<const W*>(value.raw_data()), x.shape(), out, map);
+    });
+  }
+
+ private:
+  // Source index along one axis for each output position, -1 where the constant goes.
+  std::vector<int64_t> axis_map(int64_t out_n, int64_t n, int64_t pad_begin) const {
+    std::vector<int64_t> m(out_n);
+    for (int64_t i = 0; i < out_n; ++i) {
+      int64_t j = i - pad_begin;
+      if (j >= 0 && j < n) {
+        m[i] = j;
+        continue;
+      }
+      switch (mode_) {
+        case PadMode::Constant:
+          j = -1;
+          break;
+        case PadMode::Edge:
+          j = std::clamp<int64_t>(j, 0, n - 1);
+          break;
+        case PadMode::Wrap:
+          j = ((j % n) + n) % n;
+          break;
+        case PadMode::Reflect:
+          if (n == 1) {
+            j = 0;
+            break;
+          }
+          j = j % (2 * (n - 1));  // the reflection repeats with period 2(n-1)
+          if (j < 0) j += 2 * (n - 1);
+          if (j >= n) j = 2 * (n - 1) - j;
+          break;
+      }
+      m[i] = j;
+    }
+    return m;
+  }
+
+  template <class W>
+  static void run(const W* src, W* dst, W value, const Shape& in, const Shape& out,
+                  const std::vector<std::vector<int64_t>>& map) {
+    const int r = static_cast<int>(in.size());
+    // The last axis as runs: (output start, source start or -1, length).
+    struct Run {
+      int64_t at, from, len;
+    };
+    std::vector<Run> runs;
+    const std::vector<int64_t>& last = map[r - 1];
+    for (int64_t i = 0; i < out[r - 1]; ++i) {
+      const int64_t s = last[i];
+      if (!runs.empty()) {
+        Run& b = runs.back();
+        const int64_t prev = last[i - 1];
+        if ((s < 0 && prev < 0) || (s >= 0 && prev >= 0 && s == prev + 1)) {
+          ++b.len;
+          continue;
+        }
+      }
+      runs.push_back({i, s, 1});
+    }
+    const std::vector<int64_t> in_st = contiguous_strides(in);
+    const int64_t row_len = out[r - 1];
+    int64_t rows = 1;
+    for (int d = 0; d < r - 1; ++d) rows *= out[d];
+    const int64_t bytes = numel(out) * static_cast<int64_t>(sizeof(W));
+    parallel_chunks(rows, bytes >= kParallelBytes, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        W* d = dst + row * row_len;
+        int64_t rem = row, off = 0;
+        bool fill = false;
+        for (int a = r - 2; a >= 0 && !fill; --a) {
+          const int64_t s = map[a][rem % out[a]];
+          rem /= out[a];
+          if (s < 0) fill = true;
+          off += s * in_st[a];
+        }
+        if (fill) {
+          std::fill(d, d + row_len, value);
+          continue;
+        }
+        for (const Run& run : runs) {
+          if (run.from < 0) {
+            std::fill(d + run.at, d + run.at + run.len, value);
+          } else {
+            std::memcpy(d + run.at, src + off + run.from, static_cast<size_t>(run.len) * sizeof(W));
+          }
+        }
+      }
+    });
+  }
+
+  bool from_attrs_;
+  std::vector<int64_t> pads_attr_;
+  float value_attr_;
+  PadMode mode_ = PadMode::Constant;
+};
+
+}  // namespace
+
+void register_pad(KernelRegistry& r) {
+  r.add(OpId::Pad, Device::CPU, kAnyDType, kernel_factory<PadKernel>());
+}
+
+}  // namespace oat::cpu

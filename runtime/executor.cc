@@ -14,7 +14,10 @@ struct Executor::Step {
 
 namespace {
 
-bool domain_is_default(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+// The default ONNX domain, and the internal domain of gradient ops.
+bool domain_is_default(const std::string& d) {
+  return d.empty() || d == "ai.onnx" || d == kInternalDomain;
+}
 
 std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
   if (!domain_is_default(node.domain))

@@ -12,6 +12,10 @@ enum class OpId : int {
   Unknown
 };
 
+// Domain of the runtime's own gradient ops (ReluGrad, ConvGrad, ...). Models never contain them:
+// the loader rejects this domain; only the autodiff pass emits it.
+constexpr const char* kInternalDomain = "ai.onnx_amp_train";
+
 constexpr int kNumOps = static_cast<int>(OpId::Unknown);
 
 const char* op_name(OpId op);

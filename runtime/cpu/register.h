@@ -22,4 +22,7 @@ void register_shape(KernelRegistry& r);       // kernels/shape.cc: Reshape Flatt
 void register_movement(KernelRegistry& r);    // kernels/movement.cc: Transpose Concat Split Slice ...
 void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant Cast Range Dropout ...
 
+// Gradient kernels (internal domain, training graphs only).
+void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad
+
 }  // namespace oat::cpu

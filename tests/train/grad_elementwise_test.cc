@@ -1,0 +1,99 @@
+// Double-precision finite-difference checks of the elementwise gradient builders.
+#include "grad_check.h"
+
+using namespace oat;
+using oat::test::GradCheckCase;
+using oat::test::GradCheckInput;
+
+namespace {
+GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
+  GradCheckInput i;
+  i.shape = std::move(s);
+  i.lo = lo;
+  i.hi = hi;
+  return i;
+}
+GradCheckCase binary(const std::string& op, Shape a, Shape b, double lo = -1.0, double hi = 1.0) {
+  GradCheckCase c;
+  c.op = op;
+  c.inputs = {in(a, lo, hi), in(b, lo, hi)};
+  return c;
+}
+GradCheckCase unary(const std::string& op, double lo = -1.0, double hi = 1.0) {
+  GradCheckCase c;
+  c.op = op;
+  c.inputs = {in({2, 3, 4}, lo, hi)};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("gradients: binary arithmetic with broadcasting") {
+  for (const char* op : {"Add", "Sub", "Mul"}) {
+    SUBCASE(op) {
+      test::check_gradients(binary(op, {2, 3, 4}, {2, 3, 4}));
+      test::check_gradients(binary(op, {2, 3, 4}, {4}));     // row broadcast
+      test::check_gradients(binary(op, {2, 1, 4}, {3, 1}));  // both broadcast
+    }
+  }
+  SUBCASE("Div") {
+    test::check_gradients(binary("Div", {2, 3, 4}, {3, 1}, 0.5, 2.0));
+  }
+  SUBCASE("Pow") {
+    test::check_gradients(binary("Pow", {2, 3}, {2, 3}, 0.5, 2.0));
+    test::check_gradients(binary("Pow", {2, 3}, {}, 0.5, 2.0));  // scalar exponent
+  }
+}
+
+TEST_CASE("gradients: variadic Sum, Max, Min") {
+  for (const char* op : {"Sum", "Max", "Min"}) {
+    SUBCASE(op) {
+      GradCheckCase c;
+      c.op = op;
+      c.inputs = {in({2, 3}), in({3}), in({2, 1})};
+      test::check_gradients(c);
+    }
+  }
+}
+
+TEST_CASE("gradients: unary math") {
+  test::check_gradients(unary("Neg"));
+  test::check_gradients(unary("Exp"));
+  test::check_gradients(unary("Log", 0.2, 3.0));
+  test::check_gradients(unary("Sqrt", 0.2, 3.0));
+  test::check_gradients(unary("Reciprocal", 0.5, 3.0));
+  test::check_gradients(unary("Sin"));
+  test::check_gradients(unary("Cos"));
+  GradCheckCase abs = unary("Abs");
+  abs.kinks = {0.0};
+  test::check_gradients(abs);
+}
+
+TEST_CASE("gradients: Where routes the gradient by the condition") {
+  GradCheckCase c;
+  c.op = "Where";
+  GradCheckInput cond;
+  cond.differentiable = false;
+  cond.value = Tensor::from_vector<bool>({2, 3}, {true, false, true, false, false, true});
+  c.inputs = {cond, in({2, 3}), in({3})};
+  test::check_gradients(c);
+}
+
+TEST_CASE("build_backward: an op without a gradient builder on the path is named") {
+  Graph g;
+  g.opsets[""] = 17;
+  Node n;
+  n.name = "round_it";
+  n.op_type = "Round";
+  n.op = OpId::Round;
+  n.opset = 17;
+  n.inputs = {"x"};
+  n.outputs = {"loss"};
+  g.nodes.push_back(n);
+  ValueInfo vi;
+  vi.name = "x";
+  vi.dtype = DType::F32;
+  g.inputs.push_back(vi);
+  CHECK_THROWS_WITH_AS(train::build_backward(g, "loss", {"x"}),
+                       doctest::Contains("node 'round_it' (Round, opset 17): op Round has no gradient builder"),
+                       Error);
+}

@@ -1,8 +1,194 @@
-// TODO(foundation): kernels of this family are being written; nothing is registered yet.
+// MatMul and Gemm: dense matrix products through Eigen's GEMM.
+//
+// Matrices are Eigen::Maps over the tensors' row-major buffers, so no operand is copied; Eigen's
+// GEMM runs multithreaded with OpenMP (oat::set_num_threads sets its thread count). Transposed
+// operands are expressed as .transpose() of a Map, which Eigen's GEMM reads in place.
+// F16/BF16 (a later issue) take the same path with FP32 accumulation: see gemm() below.
+#include <Eigen/Core>
+#include <type_traits>
+
+#include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/register.h"
+#include "runtime/threads.h"
 
 namespace oat::cpu {
+namespace {
 
-void register_matmul(KernelRegistry& /*r*/) {}
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class T>
+constexpr bool kLowPrecision = std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+
+// C[M,N] = alpha * op(A) * op(B) (+ C when accumulate), op(X) = Xᵀ when the flag is set.
+// A is stored [M,K] (or [K,M] when ta), B is stored [K,N] (or [N,K] when tb), all row-major.
+// Low-precision operands are widened to float first so the products accumulate in FP32.
+template <class T>
+void gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, int64_t K, T alpha,
+          bool accumulate) {
+  if constexpr (kLowPrecision<T>) {
+    Eigen::Map<const RowMat<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
+    RowMat<float> af = A.template cast<float>(), bf = B.template cast<float>();
+    Eigen::Map<RowMat<T>> C(c, M, N);
+    RowMat<float> cf =
+        accumulate ? RowMat<float>(C.template cast<float>()) : RowMat<float>::Zero(M, N);
+    gemm<float>(af.data(), ta, bf.data(), tb, cf.data(), M, N, K, static_cast<float>(alpha), true);
+    C = cf.template cast<T>();
+  } else {
+    Eigen::Map<const RowMat<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
+    Eigen::Map<RowMat<T>> C(c, M, N);
+    if (K == 0) {  // empty inner dimension: the product is zero
+      if (!accumulate) C.setZero();
+      return;
+    }
+    auto run = [&](const auto& opA, const auto& opB) {
+      if (accumulate) {
+        C.noalias() += alpha * opA * opB;
+      } else if (alpha == T(1)) {
+        C.noalias() = opA * opB;
+      } else {
+        C.noalias() = alpha * opA * opB;
+      }
+    };
+    if (!ta && !tb) run(A, B);
+    if (!ta && tb) run(A, B.transpose());
+    if (ta && !tb) run(A.transpose(), B);
+    if (ta && tb) run(A.transpose(), B.transpose());
+  }
+}
+
+// MatMul: numpy matmul. A [..., M, K] x B [..., K, N] -> [..., M, N] with the batch dims
+// broadcast; a 1-D A is [1, K] and a 1-D B is [K, 1], and the added dim is removed again.
+template <class T>
+void matmul_kernel(KernelContext& ctx) {
+  const Tensor& ta = ctx.input(0);
+  const Tensor& tb = ctx.input(1);
+  if (ta.rank() == 0 || tb.rank() == 0)
+    ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(ta.shape()), " x ",
+                 shape_str(tb.shape())));
+  const bool a_vec = ta.rank() == 1, b_vec = tb.rank() == 1;
+  Shape sa = a_vec ? Shape{1, ta.dim(0)} : ta.shape();
+  Shape sb = b_vec ? Shape{tb.dim(0), 1} : tb.shape();
+  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+  if (sb[sb.size() - 2] != K)
+    ctx.fail(cat("inner dimensions differ: ", shape_str(ta.shape()), " x ", shape_str(tb.shape())));
+  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes({batch_a, batch_b});
+  } catch (const Error&) {
+    ctx.fail(cat("batch dimensions do not broadcast: ", shape_str(ta.shape()), " x ",
+                 shape_str(tb.shape())));
+  }
+  Shape out_shape = batch;
+  if (!a_vec) out_shape.push_back(M);
+  if (!b_vec) out_shape.push_back(N);
+  Tensor& out = ctx.allocate_output(0, dtype_of<T>(), out_shape);
+  const T* a = ta.data<T>();
+  const T* b = tb.data<T>();
+  T* c = out.data<T>();
+  const int64_t nb = numel(batch);
+  if (nb == 0 || M == 0 || N == 0) return;
+
+  // B shared by every batch and A not broadcast: one GEMM [nb*M, K] x [K, N].
+  if (numel(batch_b) == 1 && numel(batch_a) == nb) {
+    gemm<T>(a, false, b, false, c, nb * M, N, K, T(1), false);
+    return;
+  }
+  // Matrix offsets of each batch entry in A and B (broadcast dims have stride 0).
+  std::vector<int64_t> off_a(nb), off_b(nb);
+  {
+    const auto st_a = broadcast_strides(batch_a, batch), st_b = broadcast_strides(batch_b, batch);
+    Shape idx(batch.size(), 0);
+    for (int64_t i = 0; i < nb; ++i) {
+      int64_t oa = 0, ob = 0;
+      for (size_t d = 0; d < batch.size(); ++d) {
+        oa += idx[d] * st_a[d];
+        ob += idx[d] * st_b[d];
+      }
+      off_a[i] = oa * M * K;
+      off_b[i] = ob * K * N;
+      for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < batch[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  // Many small products (attention heads): one GEMM per thread, each single-threaded (Eigen
+  // does not nest its OpenMP GEMM inside a parallel region). Few large ones: Eigen's threads.
+  const bool per_batch_threads = nb >= num_threads() && M * N * K < (int64_t{1} << 24);
+#pragma omp parallel for schedule(dynamic) if (per_batch_threads)
+  for (int64_t i = 0; i < nb; ++i)
+    gemm<T>(a + off_a[i], false, b + off_b[i], false, c + i * M * N, M, N, K, T(1), false);
+}
+
+// Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? Aᵀ : A (A' is [M,K]), B' likewise [K,N];
+// C (optional from opset 11) broadcasts unidirectionally to [M, N].
+struct GemmAttrs {
+  bool trans_a, trans_b;
+  float alpha, beta;
+};
+
+template <class T>
+class GemmKernel : public OpKernel {
+ public:
+  explicit GemmKernel(const Node& n)
+      : attrs_{n.attr_int("transA", 0) != 0, n.attr_int("transB", 0) != 0,
+               n.attr_float("alpha", 1.0f), n.attr_float("beta", 1.0f)} {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& ta = ctx.input(0);
+    const Tensor& tb = ctx.input(1);
+    const Tensor* tc = ctx.input_or_null(2);
+    if (ta.rank() != 2 || tb.rank() != 2)
+      ctx.fail(cat("Gemm needs 2-D A and B, got ", shape_str(ta.shape()), " and ",
+                   shape_str(tb.shape())));
+    const int64_t M = attrs_.trans_a ? ta.dim(1) : ta.dim(0);
+    const int64_t K = attrs_.trans_a ? ta.dim(0) : ta.dim(1);
+    const int64_t Kb = attrs_.trans_b ? tb.dim(1) : tb.dim(0);
+    const int64_t N = attrs_.trans_b ? tb.dim(0) : tb.dim(1);
+    if (K != Kb)
+      ctx.fail(cat("inner dimensions differ: A ", shape_str(ta.shape()),
+                   " (transA=", attrs_.trans_a, ") x B ", shape_str(tb.shape()),
+                   " (transB=", attrs_.trans_b, ")"));
+    Tensor& out = ctx.allocate_output(0, dtype_of<T>(), {M, N});
+    T* y = out.data<T>();
+    const bool add_c = tc && attrs_.beta != 0.0f && tc->numel() > 0;
+    if (add_c) {
+      // Y = beta * C broadcast to [M, N]: C is a scalar, [N], [1], or [M|1, N|1].
+      const Shape& cs = tc->shape();
+      bool ok = cs.size() <= 2;
+      for (size_t d = 0; ok && d < cs.size(); ++d) {
+        const int64_t want = (cs.size() - d == 1) ? N : M;
+        ok = cs[d] == want || cs[d] == 1;
+      }
+      if (!ok) ctx.fail(cat("C ", shape_str(cs), " does not broadcast to [", M, ", ", N, "]"));
+      const auto st = broadcast_strides(cs, {M, N});
+      const T* cp = tc->data<T>();
+      const T beta = static_cast<T>(attrs_.beta);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) y[i * N + j] = beta * cp[i * st[0] + j * st[1]];
+    }
+    if (M == 0 || N == 0) return;
+    gemm<T>(ta.data<T>(), attrs_.trans_a, tb.data<T>(), attrs_.trans_b, y, M, N, K,
+            static_cast<T>(attrs_.alpha), add_c);
+  }
+
+ private:
+  GemmAttrs attrs_;
+};
+
+}  // namespace
+
+void register_matmul(KernelRegistry& r) {
+  r.add(OpId::MatMul, Device::CPU, DType::F32, function_kernel(matmul_kernel<float>));
+  r.add(OpId::MatMul, Device::CPU, DType::F64, function_kernel(matmul_kernel<double>));
+  r.add(OpId::MatMul, Device::CPU, DType::I32, function_kernel(matmul_kernel<int32_t>));
+  r.add(OpId::MatMul, Device::CPU, DType::I64, function_kernel(matmul_kernel<int64_t>));
+  r.add(OpId::Gemm, Device::CPU, DType::F32, kernel_factory<GemmKernel<float>>());
+  r.add(OpId::Gemm, Device::CPU, DType::F64, kernel_factory<GemmKernel<double>>());
+  r.add(OpId::Gemm, Device::CPU, DType::I32, kernel_factory<GemmKernel<int32_t>>());
+  r.add(OpId::Gemm, Device::CPU, DType::I64, kernel_factory<GemmKernel<int64_t>>());
+}
 
 }  // namespace oat::cpu

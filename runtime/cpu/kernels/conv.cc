@@ -6,9 +6,10 @@
 // with X read as 0 in the padding. Three paths:
 //   - depthwise (group == C, one input channel per group): a direct loop over taps, parallel over
 //     (n, m) planes — a GEMM with K = k_size would be all overhead;
-//   - pointwise (1x1, stride 1, no pads): Y_ng = W_g · X_ng on the NCHW layout itself;
-//   - otherwise im2col (conv_im2col.h) + GEMM per (image, group).
-// With at least as many (image, group) tasks as threads the tasks run in parallel, each with a
+//   - otherwise im2col (conv_im2col.h) + GEMM: Y_g (Mg x N·P) = W_g (Mg x K) · col (K x N·P),
+//     the columns cut into cache-sized tiles (column_tiles); a pointwise conv (1x1, stride 1,
+//     no pads) reads its columns straight from X.
+// With at least as many (group, tile) tasks as threads the tasks run in parallel, each with a
 // single-threaded GEMM and its own im2col buffer; otherwise the tasks run in turn and Eigen
 // spreads each GEMM over the threads.
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing
@@ -69,6 +70,37 @@ void depthwise(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t 
   }
 }
 
+// How the GEMM's columns, (image, output position) pairs, are cut into tasks. A tile holds
+// `width` positions of one image (per_image > 0), or `images` whole images (small outputs).
+// The target keeps a tile's im2col block and output block, (K + Mg) x width floats, near 1 MiB
+// so both stay in cache between im2col, the GEMM and the bias; at least 64 wide so the packed
+// weights are reused enough; and there are about four tiles per thread, so that a thread the OS
+// slows down does not hold the others back.
+struct ColumnTiles {
+  int64_t per_image = 0;  // tiles per image (single-image tiles), or 0
+  int64_t width = 0;      // positions per single-image tile
+  int64_t images = 1;     // images per multi-image tile
+  int64_t count = 0;      // tiles per group
+};
+ColumnTiles column_tiles(int64_t N, int64_t P, int64_t K, int64_t Mg, int64_t groups,
+                         int64_t threads) {
+  const int64_t target = std::clamp<int64_t>((int64_t{1} << 18) / (K + Mg), 64, 4096);
+  const int64_t want = threads > 1 ? (4 * threads + groups - 1) / groups : 1;  // tiles per group
+  ColumnTiles t;
+  if (P >= target || N >= want * 2 || N == 1) {
+    t.per_image = (P + target - 1) / target;
+    if (N * t.per_image < want)  // few images: cut them finer, down to 32 positions
+      t.per_image = std::max(t.per_image, std::min((want + N - 1) / N, (P + 31) / 32));
+    t.width = (P + t.per_image - 1) / t.per_image;
+    t.per_image = (P + t.width - 1) / t.width;
+    t.count = N * t.per_image;
+  } else {
+    t.images = std::clamp<int64_t>(target / P, 1, std::max<int64_t>(1, N / want));
+    t.count = (N + t.images - 1) / t.images;
+  }
+  return t;
+}
+
 template <class T>
 class ConvKernel : public OpKernel {
  public:
@@ -109,29 +141,59 @@ class ConvKernel : public OpKernel {
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise(x, wt, bias, y, N, C, M, w);
 
     const int64_t Cg = C / G, Mg = M / G, K = Cg * w.k_size(), P = w.out_size();
-    const int64_t plane = w.in_size();
+    const int64_t plane = w.in_size(), threads = num_threads();
     const bool pointwise = w.is_pointwise();
-    // One (image, group) task: Y_ng = W_g · col(X_ng) (+ bias).
-    auto task = [&](int64_t ng, bool parallel_inside) {
-      const int64_t n = ng / G, g = ng % G;
-      const T* xg = x + (n * C + g * Cg) * plane;
-      T* yg = y + (n * M + g * Mg) * P;
-      const T* col = xg;
-      if (!pointwise) {
-        T* buf = thread_scratch<T>(static_cast<size_t>(K * P));
-        im2col(xg, Cg, w, buf, parallel_inside);
-        col = buf;
+    const ColumnTiles tiles = column_tiles(N, P, K, Mg, G, threads);
+    // One task: group g, one tile of columns:
+    //   Y[n, g·Mg + m, p] = B[g·Mg + m] + Σ_k W_g[m, k] · col[k, (n, p)]
+    auto task = [&](int64_t t, bool parallel_inside) {
+      const int64_t g = t / tiles.count, j = t % tiles.count;
+      const T* wg = wt + g * Mg * K;
+      auto fill_rows = [&](T* out, int64_t ld, int64_t width) {  // bias, or 0
+        for (int64_t m = 0; m < Mg; ++m) {
+          const T b = bias ? bias[g * Mg + m] : T(0);
+          std::fill(out + m * ld, out + m * ld + width, b);
+        }
+      };
+      if (tiles.per_image > 0) {  // positions [p0, p1) of image n: write straight into Y
+        const int64_t n = j / tiles.per_image, p0 = (j % tiles.per_image) * tiles.width;
+        const int64_t width = std::min(P, p0 + tiles.width) - p0;
+        const T* xg = x + (n * C + g * Cg) * plane;
+        const T* col = xg + p0;  // pointwise: the image is its own column matrix
+        int64_t ldb = P;
+        if (!pointwise) {
+          T* buf = thread_scratch<T, 0>(static_cast<size_t>(K * width));
+          im2col(xg, Cg, w, p0, p0 + width, buf, width, parallel_inside);
+          col = buf;
+          ldb = width;
+        }
+        T* yg = y + (n * M + g * Mg) * P + p0;
+        fill_rows(yg, P, width);
+        gemm_accumulate(wg, K, col, ldb, yg, P, Mg, width, K);
+        return;
       }
-      if (bias)
-        for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * P, yg + (m + 1) * P, bias[g * Mg + m]);
-      gemm(wt + g * Mg * K, col, yg, Mg, P, K, bias != nullptr);
+      // Images [n0, n1) side by side, then copied out image by image.
+      const int64_t n0 = j * tiles.images, n1 = std::min(N, n0 + tiles.images);
+      const int64_t width = (n1 - n0) * P;
+      T* buf = thread_scratch<T, 0>(static_cast<size_t>(K * width));
+      for (int64_t n = n0; n < n1; ++n)
+        im2col(x + (n * C + g * Cg) * plane, Cg, w, 0, P, buf + (n - n0) * P, width,
+               parallel_inside);
+      T* out = thread_scratch<T, 1>(static_cast<size_t>(Mg * width));
+      fill_rows(out, width, width);
+      gemm_accumulate(wg, K, buf, width, out, width, Mg, width, K);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t m = 0; m < Mg; ++m) {
+          const T* src = out + m * width + (n - n0) * P;
+          std::copy(src, src + P, y + (n * M + g * Mg + m) * P);
+        }
     };
-    const int64_t tasks = N * G, threads = num_threads();
-    if (threads > 1 && tasks >= threads && (tasks % threads == 0 || tasks >= 4 * threads)) {
-#pragma omp parallel for schedule(static)
-      for (int64_t ng = 0; ng < tasks; ++ng) task(ng, false);
+    const int64_t tasks = G * tiles.count;
+    if (threads > 1 && tasks >= threads) {
+#pragma omp parallel for schedule(dynamic, 1)
+      for (int64_t t = 0; t < tasks; ++t) task(t, false);
     } else {
-      for (int64_t ng = 0; ng < tasks; ++ng) task(ng, true);
+      for (int64_t t = 0; t < tasks; ++t) task(t, true);
     }
   }
 

@@ -19,63 +19,70 @@ namespace oat::cpu {
 
 template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// C (m x n) = A (m x k) · B (k x n), or C += A·B when `accumulate`; all row-major, contiguous.
-// Eigen runs it on oat::num_threads() threads unless called inside an OpenMP parallel region.
 template <class T>
-void gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool accumulate) {
-  Eigen::Map<const RowMajorMatrix<T>> A(a, m, k);
-  Eigen::Map<const RowMajorMatrix<T>> B(b, k, n);
-  Eigen::Map<RowMajorMatrix<T>> C(c, m, n);
-  if (accumulate)
-    C.noalias() += A * B;
-  else
-    C.noalias() = A * B;
+using StridedMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using ConstStridedMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// C (m x n) += A (m x k) · B (k x n); row-major with leading dimensions lda, ldb, ldc.
+// (Accumulating lets the caller start C at the bias: `C = A·B` would cost Eigen an extra pass
+// to zero C.) Eigen runs it on oat::num_threads() threads unless called inside an OpenMP
+// parallel region.
+template <class T>
+void gemm_accumulate(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
+                     int64_t n, int64_t k) {
+  ConstStridedMap<T> A(a, m, k, Eigen::OuterStride<>(lda));
+  ConstStridedMap<T> B(b, k, n, Eigen::OuterStride<>(ldb));
+  StridedMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
+  C.noalias() += A * B;
 }
 
 // A per-thread scratch buffer that only grows (OpenMP threads persist, so the im2col matrix is
-// not reallocated, and its pages not faulted in again, on every call).
-template <class T>
+// not reallocated, and its pages not faulted in again, on every call). kSlot tells apart
+// buffers that are used at the same time.
+template <class T, int kSlot = 0>
 T* thread_scratch(size_t count) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < count) buffer.resize(count);
   return buffer.data();
 }
 
-// Builds col (channels * w.k_size() rows, w.out_size() columns) from x (channels planes of
-// w.in_size()). Rows are spread over threads when `parallel`.
+// Builds the columns [p0, p1) of one image's im2col matrix: col row r (of channels·k_size rows)
+// starts at col + r·ld and holds positions p0..p1-1. x holds `channels` planes of w.in_size().
+// Rows are spread over threads when `parallel`.
 template <class T>
-void im2col(const T* x, int64_t channels, const Window3& w, T* col, bool parallel) {
-  const int64_t rows = channels * w.k_size();
-  const int64_t P = w.out_size(), plane = w.in_size();
-  const int64_t OD = w.out[0], OH = w.out[1], OW = w.out[2];
-#pragma omp parallel for schedule(static) if (parallel && rows * P > (1 << 15))
+void im2col(const T* x, int64_t channels, const Window3& w, int64_t p0, int64_t p1, T* col,
+            int64_t ld, bool parallel) {
+  const int64_t rows = channels * w.k_size(), plane = w.in_size();
+  const int64_t OH = w.out[1], OW = w.out[2];
+#pragma omp parallel for schedule(static) if (parallel && rows * (p1 - p0) > (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t e = r % w.k[2], b = (r / w.k[2]) % w.k[1], a = (r / (w.k[2] * w.k[1])) % w.k[0];
-    const int64_t c = r / w.k_size();
-    const T* xc = x + c * plane;
-    T* dst = col + r * P;
+    const int64_t e = r % w.k[2], b = (r / w.k[2]) % w.k[1], a = (r / (w.k[2] * w.k[1])) % w.k[0];
+    const T* xc = x + (r / w.k_size()) * plane;
+    T* dst = col + r * ld;
     const int64_t off_x = e * w.dil[2] - w.pad[2];
     int64_t x0, x1;
     valid_range(off_x, w.stride[2], w.in[2], OW, &x0, &x1);
-    for (int64_t oz = 0; oz < OD; ++oz) {
-      const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
-      for (int64_t oy = 0; oy < OH; ++oy) {
-        T* d = dst + (oz * OH + oy) * OW;
-        const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
-        if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= w.in[1]) {
-          std::fill(d, d + OW, T(0));
-          continue;
-        }
-        const T* xr = xc + (iz * w.in[1] + iy) * w.in[2];
-        std::fill(d, d + x0, T(0));
-        if (w.stride[2] == 1) {
-          std::copy(xr + x0 + off_x, xr + x1 + off_x, d + x0);
-        } else {
-          for (int64_t ox = x0; ox < x1; ++ox) d[ox] = xr[ox * w.stride[2] + off_x];
-        }
-        std::fill(d + x1, d + OW, T(0));
+    for (int64_t p = p0; p < p1;) {
+      // One output row (oz, oy), from ox = s to ox = t - 1; dst[base + ox] is position p.
+      const int64_t q = p / OW, s = p % OW, t = std::min(OW, s + (p1 - p));
+      const int64_t base = (p - p0) - s;
+      p += t - s;
+      const int64_t iz = (q / OH) * w.stride[0] - w.pad[0] + a * w.dil[0];
+      const int64_t iy = (q % OH) * w.stride[1] - w.pad[1] + b * w.dil[1];
+      if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= w.in[1]) {
+        std::fill(dst + base + s, dst + base + t, T(0));
+        continue;
       }
+      const int64_t row = (iz * w.in[1] + iy) * w.in[2] + off_x;  // xc[row + ox·stride]
+      const int64_t u = std::clamp(x0, s, t), v = std::clamp(x1, u, t);
+      std::fill(dst + base + s, dst + base + u, T(0));
+      if (w.stride[2] == 1) {
+        std::copy(xc + row + u, xc + row + v, dst + base + u);
+      } else {
+        for (int64_t ox = u; ox < v; ++ox) dst[base + ox] = xc[row + ox * w.stride[2]];
+      }
+      std::fill(dst + base + v, dst + base + t, T(0));
     }
   }
 }

@@ -19,6 +19,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/register.h"
@@ -34,13 +35,17 @@ namespace {
 struct TapRange {
   int64_t lo, hi, padded;
 };
-inline TapRange tap_range(const Window3& w, int s, int64_t o) {
-  const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
-  auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
-    return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
-  };
-  const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
-  return {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
+std::vector<TapRange> tap_ranges(const Window3& w, int s) {
+  std::vector<TapRange> r(static_cast<size_t>(w.out[s]));
+  for (int64_t o = 0; o < w.out[s]; ++o) {
+    const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
+    auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
+      return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
+    };
+    const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
+    r[o] = {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
+  }
+  return r;
 }
 
 // Reads the attributes every pool shares and resolves the window for input X.
@@ -56,6 +61,91 @@ Shape pooled_shape(const Tensor& X, const Window3& w) {
   return s;
 }
 
+// Max or average pooling of `planes` planes, one output row at a time: for each tap (a, b, e)
+// the whole row is updated at once (yr[ox] = max(yr[ox], x[...]) over the ox where the tap is
+// inside the input), which vectorises and has no per-element branches.
+template <class T, bool kMax>
+void pool_rows(const T* x, T* y, int64_t planes, const Window3& w, bool count_include_pad) {
+  const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1), tx = tap_ranges(w, 2);
+  const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2], sx = w.stride[2];
+  std::vector<int64_t> xlo(w.k[2]), xhi(w.k[2]);
+  for (int64_t e = 0; e < w.k[2]; ++e)
+    valid_range(e * w.dil[2] - w.pad[2], sx, IW, OW, &xlo[e], &xhi[e]);
+  const int64_t plane = w.in_size(), P = w.out_size();
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * plane;
+    for (int64_t oz = 0; oz < w.out[0]; ++oz)
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        T* yr = y + nc * P + (oz * OH + oy) * OW;
+        std::fill(yr, yr + OW, kMax ? std::numeric_limits<T>::lowest() : T(0));
+        for (int64_t a = tz[oz].lo; a < tz[oz].hi; ++a)
+          for (int64_t b = ty[oy].lo; b < ty[oy].hi; ++b) {
+            const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+            const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+            for (int64_t e = 0; e < w.k[2]; ++e) {
+              const T* xr = xp + (iz * IH + iy) * IW;
+              const int64_t off = e * w.dil[2] - w.pad[2];  // xr[ox·sx + off] for ox in range
+              for (int64_t ox = xlo[e]; ox < xhi[e]; ++ox) {
+                const T v = xr[ox * sx + off];
+                if constexpr (kMax)
+                  yr[ox] = v > yr[ox] ? v : yr[ox];
+                else
+                  yr[ox] += v;
+              }
+            }
+          }
+        if constexpr (!kMax) {
+          const TapRange &rz = tz[oz], &ry = ty[oy];
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            const int64_t count = count_include_pad
+                                      ? rz.padded * ry.padded * tx[ox].padded
+                                      : (rz.hi - rz.lo) * (ry.hi - ry.lo) * (tx[ox].hi - tx[ox].lo);
+            yr[ox] = count > 0 ? yr[ox] / static_cast<T>(count) : T(0);
+          }
+        }
+      }
+  }
+}
+
+// MaxPool with the Indices output: the same windows, visited one output at a time.
+template <class T>
+void max_pool_with_indices(const T* x, T* y, int64_t* indices, int64_t planes, const Window3& w,
+                           bool column_major) {
+  const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1), tx = tap_ranges(w, 2);
+  const int64_t IH = w.in[1], IW = w.in[2], plane = w.in_size(), P = w.out_size();
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * plane;
+    int64_t o = nc * P;
+    for (int64_t oz = 0; oz < w.out[0]; ++oz)
+      for (int64_t oy = 0; oy < w.out[1]; ++oy)
+        for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
+          T best = std::numeric_limits<T>::lowest();
+          int64_t at = -1;
+          for (int64_t a = tz[oz].lo; a < tz[oz].hi; ++a) {
+            const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+            for (int64_t b = ty[oy].lo; b < ty[oy].hi; ++b) {
+              const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW;
+              for (int64_t e = tx[ox].lo; e < tx[ox].hi; ++e) {
+                const int64_t i = row + ox * w.stride[2] - w.pad[2] + e * w.dil[2];
+                if (at < 0 || xp[i] > best) {
+                  best = xp[i];
+                  at = i;
+                }
+              }
+            }
+          }
+          y[o] = best;
+          if (at >= 0 && column_major) {  // row-major (z, y, x) -> z + D·(y + H·x)
+            const int64_t ix = at % IW, iy = (at / IW) % IH, iz = at / (IW * IH);
+            at = iz + w.in[0] * (iy + IH * ix);
+          }
+          indices[o] = at < 0 ? -1 : nc * plane + at;
+        }
+  }
+}
+
 template <class T>
 class MaxPoolKernel : public OpKernel {
  public:
@@ -66,54 +156,16 @@ class MaxPoolKernel : public OpKernel {
     const Tensor& X = ctx.input(0);
     const Window3 w = pool_window(ctx, attrs_, X);
     Tensor& Y = ctx.allocate_output(0, X.dtype(), pooled_shape(X, w));
-    int64_t* indices = nullptr;
-    if (ctx.output_requested(1))
-      indices = ctx.allocate_output(1, DType::I64, Y.shape()).data<int64_t>();
-    const int64_t planes = X.dim(0) * X.dim(1), plane = w.in_size(), P = w.out_size();
-    const T* x = X.data<T>();
-    T* y = Y.data<T>();
-    const int64_t IH = w.in[1], IW = w.in[2];
-#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
-    for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* xp = x + nc * plane;
-      int64_t o = nc * P;
-      for (int64_t oz = 0; oz < w.out[0]; ++oz) {
-        const TapRange tz = tap_range(w, 0, oz);
-        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
-          const TapRange ty = tap_range(w, 1, oy);
-          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
-            const TapRange tx = tap_range(w, 2, ox);
-            T best = std::numeric_limits<T>::lowest();
-            int64_t at = -1;
-            for (int64_t a = tz.lo; a < tz.hi; ++a) {
-              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
-              for (int64_t b = ty.lo; b < ty.hi; ++b) {
-                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW;
-                for (int64_t e = tx.lo; e < tx.hi; ++e) {
-                  const int64_t i = row + ox * w.stride[2] - w.pad[2] + e * w.dil[2];
-                  if (xp[i] > best || at < 0) {
-                    best = xp[i];
-                    at = i;
-                  }
-                }
-              }
-            }
-            y[o] = best;
-            if (indices) indices[o] = nc * plane + (column_major_ ? transpose_index(at, w) : at);
-          }
-        }
-      }
+    const int64_t planes = X.dim(0) * X.dim(1);
+    if (ctx.output_requested(1)) {
+      int64_t* indices = ctx.allocate_output(1, DType::I64, Y.shape()).data<int64_t>();
+      max_pool_with_indices(X.data<T>(), Y.data<T>(), indices, planes, w, column_major_);
+    } else {
+      pool_rows<T, true>(X.data<T>(), Y.data<T>(), planes, w, false);
     }
   }
 
  private:
-  // Row-major spatial index (z, y, x) -> column-major z + D·(y + H·x).
-  static int64_t transpose_index(int64_t i, const Window3& w) {
-    if (i < 0) return i;
-    const int64_t ix = i % w.in[2], iy = (i / w.in[2]) % w.in[1], iz = i / (w.in[2] * w.in[1]);
-    return iz + w.in[0] * (iy + w.in[1] * ix);
-  }
-
   WindowAttrs attrs_;
   bool column_major_;
 };
@@ -129,37 +181,7 @@ class AveragePoolKernel : public OpKernel {
     const Tensor& X = ctx.input(0);
     const Window3 w = pool_window(ctx, attrs_, X);
     Tensor& Y = ctx.allocate_output(0, X.dtype(), pooled_shape(X, w));
-    const int64_t planes = X.dim(0) * X.dim(1), plane = w.in_size(), P = w.out_size();
-    const T* x = X.data<T>();
-    T* y = Y.data<T>();
-    const int64_t IH = w.in[1], IW = w.in[2];
-#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
-    for (int64_t nc = 0; nc < planes; ++nc) {
-      const T* xp = x + nc * plane;
-      int64_t o = nc * P;
-      for (int64_t oz = 0; oz < w.out[0]; ++oz) {
-        const TapRange tz = tap_range(w, 0, oz);
-        for (int64_t oy = 0; oy < w.out[1]; ++oy) {
-          const TapRange ty = tap_range(w, 1, oy);
-          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
-            const TapRange tx = tap_range(w, 2, ox);
-            T sum = T(0);
-            for (int64_t a = tz.lo; a < tz.hi; ++a) {
-              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
-              for (int64_t b = ty.lo; b < ty.hi; ++b) {
-                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW;
-                for (int64_t e = tx.lo; e < tx.hi; ++e)
-                  sum += xp[row + ox * w.stride[2] - w.pad[2] + e * w.dil[2]];
-              }
-            }
-            const int64_t count = count_include_pad_
-                                      ? tz.padded * ty.padded * tx.padded
-                                      : (tz.hi - tz.lo) * (ty.hi - ty.lo) * (tx.hi - tx.lo);
-            y[o] = count > 0 ? sum / static_cast<T>(count) : T(0);
-          }
-        }
-      }
-    }
+    pool_rows<T, false>(X.data<T>(), Y.data<T>(), X.dim(0) * X.dim(1), w, count_include_pad_);
   }
 
  private:

@@ -17,6 +17,13 @@ void register_kernels(KernelRegistry& r) {
   register_movement(r);
   register_generator(r);
   register_grad_reduce(r);
+  register_grad_activation(r);
+  register_grad_loss(r);
+  register_grad_matmul(r);
+  register_grad_conv(r);
+  register_grad_norm(r);
+  register_grad_movement(r);
+  register_optimizer(r);
 }
 
 }  // namespace oat::cpu

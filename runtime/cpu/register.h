@@ -24,5 +24,12 @@ void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant 
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad
+void register_grad_activation(KernelRegistry& r);  // kernels/grad_activation.cc: ReluGrad ...
+void register_grad_loss(KernelRegistry& r);        // kernels/grad_loss.cc: SoftmaxGrad ... losses
+void register_grad_matmul(KernelRegistry& r);      // kernels/grad_matmul.cc: MatMulGrad GemmGrad
+void register_grad_conv(KernelRegistry& r);        // kernels/grad_conv.cc: ConvGrad, pool grads
+void register_grad_norm(KernelRegistry& r);        // kernels/grad_norm.cc: BatchNorm/LayerNorm grads
+void register_grad_movement(KernelRegistry& r);    // kernels/grad_movement.cc: Gather/Slice/Pad grads
+void register_optimizer(KernelRegistry& r);        // kernels/optimizer.cc: SGD/Adam updates, scaler
 
 }  // namespace oat::cpu

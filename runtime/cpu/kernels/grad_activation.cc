@@ -1,0 +1,8 @@
+// TODO(training issue): kernels of this family are being written; nothing is registered yet.
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+void register_grad_activation(KernelRegistry& /*r*/) {}
+
+}  // namespace oat::cpu

@@ -137,6 +137,17 @@ std::string GradientContext::emit_grad_op(const std::string& op_type,
   return emit1(op_type, inputs, std::move(attrs), kGradDomain);
 }
 
+std::vector<std::string> GradientContext::emit_grad_op_outputs(
+    const std::string& op_type, const std::vector<std::string>& inputs,
+    std::map<std::string, Attribute> attrs, const std::vector<bool>& wanted) {
+  std::vector<std::string> outs =
+      emit(op_type, inputs, std::move(attrs), static_cast<int>(wanted.size()), kGradDomain);
+  std::vector<std::string>& names = b_.new_nodes().back().outputs;
+  for (size_t k = 0; k < wanted.size(); ++k)
+    if (!wanted[k]) outs[k] = names[k] = "";
+  return outs;
+}
+
 std::string GradientContext::scalar_like(double value, const std::string& like) {
   Attribute a;
   a.kind = Attribute::Kind::Tensor;

@@ -51,6 +51,13 @@ class GradientContext {
   // Emits a gradient op in kGradDomain.
   std::string emit_grad_op(const std::string& op_type, const std::vector<std::string>& inputs,
                            std::map<std::string, Attribute> attrs = {});
+  // Emits a gradient op in kGradDomain with one output per entry of `wanted`; outputs not wanted
+  // are omitted ("" names, returned as ""), so a multi-output op (ConvGrad: dX, dW, dB) computes
+  // only what is asked (KernelContext::output_requested).
+  std::vector<std::string> emit_grad_op_outputs(const std::string& op_type,
+                                                const std::vector<std::string>& inputs,
+                                                std::map<std::string, Attribute> attrs,
+                                                const std::vector<bool>& wanted);
 
   // A scalar constant with the dtype of `like` (Constant + CastLike, so the same graph runs in
   // F32, F64 or F16).

@@ -63,6 +63,11 @@ std::map<std::string, Tensor> read_feeds(const std::vector<std::string>& specs, 
       unnamed.emplace_back(file, std::move(nt));
       continue;
     }
+    if (!declared.count(name) && !g.initializers.count(name)) {
+      std::string known;
+      for (const auto& v : g.inputs) known += (known.empty() ? "" : ", ") + v.name;
+      throw Error(cat("input '", name, "' is not an input of the model (its inputs: ", known, ")"));
+    }
     if (!feeds.emplace(name, nt.tensor).second) throw Error(cat("input '", name, "' given twice"));
   }
   // Files whose stored name is an input bind to it; the rest fill the unbound inputs in order.

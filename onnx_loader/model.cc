@@ -121,8 +121,14 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
                       "' is imported twice, with opsets ", opsets[domain], " and ", op.version()));
     opsets[domain] = op.version();
   }
-  // IR version 3 and older models may omit opset_import for the default domain: ONNX says 1.
-  if (opsets.empty()) opsets[""] = 1;
+  // Models before IR version 3 have no opset_import: ONNX says opset 1. From IR 3 on it is
+  // required; a file cut right after its graph parses without it, so this also catches that.
+  if (opsets.empty()) {
+    if (p.ir_version() >= 3)
+      throw Error(cat(name, ": the model (IR version ", p.ir_version(),
+                      ") imports no opset; is the file truncated?"));
+    opsets[""] = 1;
+  }
   std::set<std::string> local_functions;
   for (const auto& f : p.functions()) local_functions.insert(f.domain() + "." + f.name());
   for (const auto& n : p.graph().node())

@@ -1,0 +1,200 @@
+// Bad input to the real binary: each case ends in exit status 1 and exactly one `error: ...` line
+// on stderr that names what was wrong, and leaves no output file behind.
+#include <doctest/doctest.h>
+
+#include "cli/cli_runner.h"
+#include "onnx_loader/tensor_io.h"
+
+using namespace oat;
+using namespace oat_test;
+
+namespace {
+
+// x: float32 [2, 3] -> Relu -> y, with a weight so that a truncated file cuts through data.
+ModelBuilder relu_model() {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2, 3});
+  mb.init_f32("unused_weight", {512}, std::vector<float>(512, 1.0f));
+  mb.output("y", kFloat, {2, 3});
+  mb.node("Relu", {"x"}, {"y"}, "relu");
+  return mb;
+}
+
+struct Fixture {
+  TempDir dir;
+  std::string model, x_ok, out;
+  Fixture() {
+    model = relu_model().save(dir.path / "model.onnx");
+    x_ok = dir / "x.npy";
+    onnx_loader::write_npy(Tensor::from_vector<float>({2, 3}, {-1, 2, -3, 4, -5, 6}), x_ok);
+    out = dir / "out";
+  }
+  CliResult infer(const std::string& model_path, std::vector<std::string> inputs,
+                  const std::string& out_dir) {
+    std::vector<std::string> args = {"infer", model_path};
+    for (const auto& i : inputs) {
+      args.push_back("-i");
+      args.push_back(i);
+    }
+    args.push_back("-o");
+    args.push_back(out_dir);
+    return run_cli(args, dir);
+  }
+  // Exit 1, one `error:` line containing every part, and no output folder or file.
+  void expect_error(const CliResult& r, const std::vector<std::string>& parts) {
+    CAPTURE(r.err);
+    CHECK(r.status == 1);
+    auto lines = r.err_lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].rfind("error: ", 0) == 0);
+    for (const auto& p : parts) {
+      CAPTURE(p);
+      CHECK(lines[0].find(p) != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("infer works on a good model and input (the baseline for the cases below)") {
+  Fixture f;
+  CliResult r = f.infer(f.model, {f.x_ok}, f.out);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  auto y = onnx_loader::read_tensor_pb(f.out + "/output_0.pb");
+  CHECK(y.name == "y");
+  CHECK(y.tensor.to_float_vector() == std::vector<float>{0, 2, 0, 4, 0, 6});
+  // The batch (first) dimension may differ from the declared one; NAME=FILE binds by name.
+  const std::string x5 = f.dir / "x5.pb";
+  onnx_loader::write_tensor_pb(Tensor::zeros(DType::F32, {5, 3}), "whatever", x5);
+  r = f.infer(f.model, {"x=" + x5}, f.dir / "out5");
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(onnx_loader::read_tensor_pb(f.dir / "out5/output_0.pb").tensor.shape() == Shape{5, 3});
+}
+
+TEST_CASE("a truncated model file") {
+  Fixture f;
+  const std::string bytes = read_bytes(f.model);
+  write_bytes(f.dir / "cut.onnx", bytes.substr(0, bytes.size() / 2));
+  f.expect_error(f.infer(f.dir / "cut.onnx", {f.x_ok}, f.out),
+                 {"cut.onnx", "not an ONNX model", "truncated"});
+}
+
+TEST_CASE("files that are not ONNX models: a PNG, a text file, an empty file, a folder") {
+  Fixture f;
+  write_bytes(f.dir / "image.png",
+              std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 29));
+  f.expect_error(f.infer(f.dir / "image.png", {f.x_ok}, f.out), {"image.png", "not an ONNX model"});
+  write_bytes(f.dir / "readme.txt", "This is a text file.\nIt is not a model.\n");
+  f.expect_error(f.infer(f.dir / "readme.txt", {f.x_ok}, f.out),
+                 {"readme.txt", "not an ONNX model"});
+  write_bytes(f.dir / "empty.onnx", "");
+  f.expect_error(f.infer(f.dir / "empty.onnx", {f.x_ok}, f.out), {"empty.onnx", "empty"});
+  f.expect_error(f.infer(f.dir.path.string(), {f.x_ok}, f.out), {"is a directory"});
+}
+
+TEST_CASE("a missing model file") {
+  Fixture f;
+  f.expect_error(f.infer(f.dir / "nope.onnx", {f.x_ok}, f.out), {"nope.onnx", "no such file"});
+}
+
+TEST_CASE("an unsupported op names the node, the op and the opset") {
+  Fixture f;
+  ModelBuilder mb = relu_model();
+  mb.g()->mutable_node(0)->set_op_type("FooBar");
+  mb.g()->mutable_node(0)->set_name("strange_node");
+  mb.save(f.dir.path / "foobar.onnx");
+  f.expect_error(f.infer(f.dir / "foobar.onnx", {f.x_ok}, f.out),
+                 {"'strange_node'", "FooBar", "opset 13", "not supported"});
+  // Einsum is a real ONNX op (opset 12) that this build does not implement.
+  ModelBuilder es(12);
+  es.input("x", kFloat, {2, 3});
+  es.output("y", kFloat, {3, 2});
+  add_attr(es.node("Einsum", {"x"}, {"y"}, "transpose_by_einsum"), "equation",
+           onnx::AttributeProto::STRING)
+      ->set_s("ij->ji");
+  es.save(f.dir.path / "einsum.onnx");
+  f.expect_error(f.infer(f.dir / "einsum.onnx", {f.x_ok}, f.out),
+                 {"'transpose_by_einsum'", "Einsum", "opset 12"});
+  // An operator domain the loader does not know.
+  mb.g()->mutable_node(0)->set_domain("com.microsoft");
+  mb.save(f.dir.path / "ms.onnx");
+  f.expect_error(f.infer(f.dir / "ms.onnx", {f.x_ok}, f.out),
+                 {"'strange_node'", "unknown operator domain 'com.microsoft'"});
+}
+
+TEST_CASE("a missing external-data file is named") {
+  Fixture f;
+  ModelBuilder mb = relu_model();
+  auto* w = mb.g()->mutable_initializer(0);
+  w->clear_raw_data();
+  w->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("model_weights.bin");
+  mb.save(f.dir.path / "ext.onnx");
+  f.expect_error(f.infer(f.dir / "ext.onnx", {f.x_ok}, f.out),
+                 {"ext.onnx", "unused_weight", "model_weights.bin", "does not exist"});
+}
+
+TEST_CASE("inputs of the wrong shape or dtype, a missing input, a bad input file") {
+  Fixture f;
+  const std::string wide = f.dir / "wide.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 4}), wide);
+  f.expect_error(f.infer(f.model, {wide}, f.out), {"input 'x'", "[2, 4]", "expected [2, 3]"});
+  const std::string ints = f.dir / "ints.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::I64, {2, 3}), ints);
+  f.expect_error(f.infer(f.model, {ints}, f.out), {"input 'x'", "int64", "expected float32"});
+
+  ModelBuilder two = relu_model();
+  two.input("bias", kFloat, {3});
+  two.node("Add", {"y", "bias"}, {"z"}, "add");
+  two.g()->mutable_output(0)->set_name("z");
+  two.save(f.dir.path / "two.onnx");
+  f.expect_error(f.infer(f.dir / "two.onnx", {f.x_ok}, f.out),
+                 {"missing input 'bias'", "float32 [3]"});
+  f.expect_error(f.infer(f.model, {"nosuch=" + f.x_ok}, f.out),
+                 {"input 'nosuch' is not an input of the model"});
+  f.expect_error(f.infer(f.model, {f.x_ok, f.x_ok}, f.out),
+                 {"more inputs given than the model has"});
+  f.expect_error(f.infer(f.model, {f.dir / "absent.npy"}, f.out), {"absent.npy", "no such file"});
+  write_bytes(f.dir / "broken.npy", std::string("\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'", 25));
+  f.expect_error(f.infer(f.model, {f.dir / "broken.npy"}, f.out), {"broken.npy"});
+}
+
+TEST_CASE("an output folder that cannot be written") {
+  Fixture f;
+  // Under a regular file: neither it nor anything else is created.
+  CliResult r = f.infer(f.model, {f.x_ok}, f.model + "/out");
+  f.expect_error(r, {"model.onnx/out", "cannot create output folder", "is not a folder"});
+  // The output path is a regular file.
+  f.expect_error(f.infer(f.model, {f.x_ok}, f.x_ok), {"x.npy", "not a folder"});
+  CHECK(f.dir.list() ==
+        std::vector<std::string>{"cli_stderr.txt", "cli_stdout.txt", "model.onnx", "x.npy"});
+}
+
+TEST_CASE("--help works on every subcommand; a bad command line is one error line") {
+  TempDir dir;
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--help"}, {"infer", "--help"}, {"inspect", "--help"}}) {
+    CliResult r = run_cli(args, dir);
+    CAPTURE(args[0]);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("Usage") != std::string::npos);
+  }
+  CHECK(run_cli({"infer", "--help"}, dir).out.find("--output-dir") != std::string::npos);
+  CHECK(run_cli({"--version"}, dir).status == 0);
+  for (std::vector<std::string> args : {std::vector<std::string>{},
+                                        {"frobnicate"},
+                                        {"infer", "m.onnx"},
+                                        {"inspect", "--bogus", "m.onnx"}}) {
+    CliResult r = run_cli(args, dir);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err_lines()[0].rfind("error: ", 0) == 0);
+  }
+}

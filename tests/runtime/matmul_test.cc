@@ -3,55 +3,12 @@
 #include <doctest/doctest.h>
 
 #include "runtime/executor.h"
+#include "single_node.h"
 
 using namespace oat;
+using namespace oat_test;
 
 namespace {
-
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-
-// Runs one node; an undefined Tensor in `inputs` is an omitted optional input.
-std::vector<Tensor> run_op(const std::string& op, int64_t opset,
-                           const std::map<std::string, Attribute>& attrs,
-                           const std::vector<Tensor>& inputs, int n_outputs = 1) {
-  Graph g;
-  g.opsets[""] = opset;
-  Node n;
-  n.name = "n0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = opset;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n.inputs.push_back("");
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    n.inputs.push_back(name);
-    g.inputs.push_back(ValueInfo{name, inputs[i].dtype(), std::nullopt});
-    feeds[name] = inputs[i];
-  }
-  for (int o = 0; o < n_outputs; ++o) {
-    n.outputs.push_back("out" + std::to_string(o));
-    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
-  }
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds);
-}
 
 // Deterministic values that are exact in float (small multiples of 1/8).
 Tensor ramp(const Shape& s, float offset) {
@@ -96,25 +53,25 @@ void check_close(const Tensor& got, const Tensor& want, double tol = 1e-5) {
 TEST_CASE("MatMul broadcasts batch dimensions like numpy") {
   // A [2,1,2,3] x B [3,3,2] -> [2,3,2,2]: A broadcast along dim 1, B along dim 0.
   Tensor a = ramp({2, 1, 2, 3}, 1.0f), b = ramp({3, 3, 2}, 0.5f);
-  auto y = run_op("MatMul", 13, {}, {a, b});
+  auto y = run_node("MatMul", 13, {}, {a, b});
   REQUIRE(y[0].shape() == Shape{2, 3, 2, 2});
   check_close(y[0], naive_matmul(a, b));
 }
 
 TEST_CASE("MatMul folds [B, M, K] x [K, N] into one GEMM and runs many small batches") {
   Tensor a = ramp({3, 4, 5}, 1.0f), b = ramp({5, 6}, 0.25f);
-  auto y = run_op("MatMul", 13, {}, {a, b});
+  auto y = run_node("MatMul", 13, {}, {a, b});
   REQUIRE(y[0].shape() == Shape{3, 4, 6});
   check_close(y[0], naive_matmul(a, b));
 
   Tensor c = ramp({4, 8, 3, 5}, 1.0f), d = ramp({4, 8, 5, 2}, 0.75f);
-  auto z = run_op("MatMul", 13, {}, {c, d});
+  auto z = run_node("MatMul", 13, {}, {c, d});
   REQUIRE(z[0].shape() == Shape{4, 8, 3, 2});
   check_close(z[0], naive_matmul(c, d));
 
   // A shared by every batch of B.
   Tensor e = ramp({3, 5}, 1.0f), f = ramp({2, 5, 4}, 0.5f);
-  auto w = run_op("MatMul", 13, {}, {e, f});
+  auto w = run_node("MatMul", 13, {}, {e, f});
   REQUIRE(w[0].shape() == Shape{2, 3, 4});
   check_close(w[0], naive_matmul(e, f));
 }
@@ -122,41 +79,41 @@ TEST_CASE("MatMul folds [B, M, K] x [K, N] into one GEMM and runs many small bat
 TEST_CASE("MatMul promotes 1-D operands and removes the added dimension") {
   Tensor v = Tensor::from_vector<float>({3}, {1, 2, 3});
   Tensor m = Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
-  auto vm = run_op("MatMul", 13, {}, {v, m});
+  auto vm = run_node("MatMul", 13, {}, {v, m});
   REQUIRE(vm[0].shape() == Shape{2});
   CHECK(vm[0].to_float_vector() == std::vector<float>{22, 28});
 
   Tensor mt = Tensor::from_vector<float>({2, 3}, {1, 3, 5, 2, 4, 6});
-  auto mv = run_op("MatMul", 13, {}, {mt, v});
+  auto mv = run_node("MatMul", 13, {}, {mt, v});
   REQUIRE(mv[0].shape() == Shape{2});
   CHECK(mv[0].to_float_vector() == std::vector<float>{22, 28});
 
-  auto dot = run_op("MatMul", 13, {}, {v, v});
+  auto dot = run_node("MatMul", 13, {}, {v, v});
   REQUIRE(dot[0].shape() == Shape{});
   CHECK(dot[0].item_as_double() == 14.0);
 
   // Batched matrix times vector: [2, 2, 3] x [3] -> [2, 2].
   Tensor bm = Tensor::from_vector<float>({2, 2, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1});
-  auto bmv = run_op("MatMul", 13, {}, {bm, v});
+  auto bmv = run_node("MatMul", 13, {}, {bm, v});
   REQUIRE(bmv[0].shape() == Shape{2, 2});
   CHECK(bmv[0].to_float_vector() == std::vector<float>{1, 2, 3, 6});
 }
 
 TEST_CASE("MatMul on int64 and float64") {
   Tensor a = Tensor::from_vector<int64_t>({2, 2}, {1, 2, 3, 4});
-  auto y = run_op("MatMul", 13, {}, {a, a});
+  auto y = run_node("MatMul", 13, {}, {a, a});
   CHECK(y[0].to_int_vector() == std::vector<int64_t>{7, 10, 15, 22});
   Tensor d = Tensor::from_vector<double>({1, 2}, {0.5, 0.25});
   Tensor e = Tensor::from_vector<double>({2, 1}, {2.0, 4.0});
-  CHECK(run_op("MatMul", 13, {}, {d, e})[0].item_as_double() == 2.0);
+  CHECK(run_node("MatMul", 13, {}, {d, e})[0].item_as_double() == 2.0);
 }
 
 TEST_CASE("MatMul reports mismatched shapes") {
   Tensor a = ramp({2, 3}, 0), b = ramp({4, 2}, 0);
-  CHECK_THROWS_WITH(run_op("MatMul", 13, {}, {a, b}),
+  CHECK_THROWS_WITH(run_node("MatMul", 13, {}, {a, b}),
                     doctest::Contains("inner dimensions differ: [2, 3] x [4, 2]"));
   Tensor c = ramp({2, 2, 3}, 0), d = ramp({3, 3, 2}, 0);
-  CHECK_THROWS_WITH(run_op("MatMul", 13, {}, {c, d}), doctest::Contains("do not broadcast"));
+  CHECK_THROWS_WITH(run_node("MatMul", 13, {}, {c, d}), doctest::Contains("do not broadcast"));
 }
 
 TEST_CASE("Gemm: transposes, alpha, beta and C broadcast") {
@@ -164,24 +121,24 @@ TEST_CASE("Gemm: transposes, alpha, beta and C broadcast") {
   Tensor a = Tensor::from_vector<float>({2, 2}, {1, 3, 2, 4});
   Tensor b = Tensor::from_vector<float>({2, 2}, {5, 7, 6, 8});
   Tensor c = Tensor::from_vector<float>({2}, {1, 2});  // [N], broadcast over rows
-  auto y = run_op("Gemm", 13,
-                  {{"transA", int_attr(1)},
-                   {"transB", int_attr(1)},
-                   {"alpha", float_attr(0.5f)},
-                   {"beta", float_attr(2.0f)}},
-                  {a, b, c});
+  auto y = run_node("Gemm", 13,
+                    {{"transA", attr_i(1)},
+                     {"transB", attr_i(1)},
+                     {"alpha", attr_f(0.5f)},
+                     {"beta", attr_f(2.0f)}},
+                    {a, b, c});
   CHECK(y[0].to_float_vector() == std::vector<float>{11.5f, 15, 23.5f, 29});
 
   // No C (opset 11+), and a [M, 1] C.
   Tensor an = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
   Tensor bn = Tensor::from_vector<float>({2, 2}, {5, 6, 7, 8});
-  CHECK(run_op("Gemm", 13, {}, {an, bn, Tensor()})[0].to_float_vector() ==
+  CHECK(run_node("Gemm", 13, {}, {an, bn, Tensor()})[0].to_float_vector() ==
         std::vector<float>{19, 22, 43, 50});
   Tensor cm = Tensor::from_vector<float>({2, 1}, {10, 100});
-  CHECK(run_op("Gemm", 13, {}, {an, bn, cm})[0].to_float_vector() ==
+  CHECK(run_node("Gemm", 13, {}, {an, bn, cm})[0].to_float_vector() ==
         std::vector<float>{29, 32, 143, 150});
 
   Tensor bad = Tensor::from_vector<float>({3}, {1, 2, 3});
-  CHECK_THROWS_WITH(run_op("Gemm", 13, {}, {an, bn, bad}),
+  CHECK_THROWS_WITH(run_node("Gemm", 13, {}, {an, bn, bad}),
                     doctest::Contains("C [3] does not broadcast to [2, 2]"));
 }

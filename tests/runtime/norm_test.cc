@@ -7,55 +7,12 @@
 #include <cmath>
 
 #include "runtime/executor.h"
+#include "single_node.h"
 
 using namespace oat;
+using namespace oat_test;
 
 namespace {
-
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-
-// Runs one node; an undefined Tensor in `inputs` is an omitted optional input.
-std::vector<Tensor> run_op(const std::string& op, int64_t opset,
-                           const std::map<std::string, Attribute>& attrs,
-                           const std::vector<Tensor>& inputs, int n_outputs = 1) {
-  Graph g;
-  g.opsets[""] = opset;
-  Node n;
-  n.name = "n0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = opset;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n.inputs.push_back("");
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    n.inputs.push_back(name);
-    g.inputs.push_back(ValueInfo{name, inputs[i].dtype(), std::nullopt});
-    feeds[name] = inputs[i];
-  }
-  for (int o = 0; o < n_outputs; ++o) {
-    n.outputs.push_back("out" + std::to_string(o));
-    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
-  }
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds);
-}
 
 void check_values(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
   REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
@@ -78,8 +35,8 @@ std::vector<double> bn_expected_y() {
 }  // namespace
 
 TEST_CASE("BatchNormalization inference mode") {
-  auto y = run_op("BatchNormalization", 15, {},
-                  {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({4, 2}), vec({5, 0})});
+  auto y = run_node("BatchNormalization", 15, {},
+                    {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({4, 2}), vec({5, 0})});
   REQUIRE(y[0].shape() == Shape{2, 2, 1, 2});
   check_values(y[0], bn_expected_y());
 }
@@ -88,24 +45,24 @@ TEST_CASE("BatchNormalization training mode uses batch statistics and updates ru
   // running = input * momentum + current * (1 - momentum), momentum 0.9 (the default):
   //   mean: [0 * 0.9 + 4 * 0.1, 1 * 0.9 + 2 * 0.1] = [0.4, 1.1]
   //   var:  [1 * 0.9 + 5 * 0.1, 1 * 0.9 + 0 * 0.1] = [1.4, 0.9]
-  auto y = run_op("BatchNormalization", 15, {{"training_mode", int_attr(1)}},
-                  {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 3);
+  auto y = run_node("BatchNormalization", 15, {{"training_mode", attr_i(1)}},
+                    {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 3);
   check_values(y[0], bn_expected_y());
   check_values(y[1], {0.4, 1.1});
   check_values(y[2], {1.4, 0.9});
   CHECK(y[1].shape() == Shape{2});
 
   // Another momentum: running_mean = 0 * 0.5 + 4 * 0.5 = 2.
-  auto z = run_op("BatchNormalization", 14,
-                  {{"training_mode", int_attr(1)}, {"momentum", float_attr(0.5f)}},
-                  {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 3);
+  auto z =
+      run_node("BatchNormalization", 14, {{"training_mode", attr_i(1)}, {"momentum", attr_f(0.5f)}},
+               {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 3);
   check_values(z[1], {2.0, 1.5});
   check_values(z[2], {3.0, 0.5});
 }
 
 TEST_CASE("BatchNormalization opset 9 training outputs running and saved statistics") {
-  auto y = run_op("BatchNormalization", 9, {},
-                  {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 5);
+  auto y = run_node("BatchNormalization", 9, {},
+                    {bn_input(), vec({1, 2}), vec({0, 0.5f}), vec({0, 1}), vec({1, 1})}, 5);
   check_values(y[0], bn_expected_y());
   check_values(y[1], {0.4, 1.1});
   check_values(y[2], {1.4, 0.9});
@@ -119,15 +76,15 @@ TEST_CASE("BatchNormalization opset 7 spatial=0 normalises every activation sepa
   Tensor p = [] { return Tensor::from_vector<float>({2, 1, 2}, {1, 1, 1, 1}); }();
   Tensor b = Tensor::from_vector<float>({2, 1, 2}, {0, 1, 2, 3});
   Tensor m = Tensor::from_vector<float>({2, 1, 2}, {1, 2, 3, 4});
-  auto y = run_op("BatchNormalization", 7, {{"spatial", int_attr(0)}}, {x, p, b, m, p});
+  auto y = run_node("BatchNormalization", 7, {{"spatial", attr_i(0)}}, {x, p, b, m, p});
   check_values(y[0], {0, 1, 2, 3});
 }
 
 TEST_CASE("LayerNormalization with Mean and InvStdDev outputs") {
   // Rows {1, 2, 3}: mean 2, var 2/3; {2, 4, 6}: mean 4, var 8/3. Scale [1, 1, 2], no bias.
   Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 2, 4, 6});
-  auto y = run_op("LayerNormalization", 17, {{"epsilon", float_attr(0.0f)}},
-                  {x, vec({1, 1, 2}), Tensor()}, 3);
+  auto y = run_node("LayerNormalization", 17, {{"epsilon", attr_f(0.0f)}},
+                    {x, vec({1, 1, 2}), Tensor()}, 3);
   const double i0 = std::sqrt(1.5), i1 = std::sqrt(3.0 / 8.0);
   check_values(y[0], {-i0, 0, 2 * i0, -2 * i1, 0, 4 * i1});
   CHECK(y[1].shape() == Shape{2, 1});
@@ -135,10 +92,10 @@ TEST_CASE("LayerNormalization with Mean and InvStdDev outputs") {
   check_values(y[2], {i0, i1});
 
   // axis 0: the whole tensor is one row (mean 3, var 8/3), with a bias.
-  auto z = run_op("LayerNormalization", 17, {{"axis", int_attr(0)}, {"epsilon", float_attr(0)}},
-                  {x, Tensor::from_vector<float>({2, 3}, {1, 1, 1, 1, 1, 1}),
-                   Tensor::from_vector<float>({2, 3}, {1, 1, 1, 1, 1, 1})},
-                  2);
+  auto z = run_node("LayerNormalization", 17, {{"axis", attr_i(0)}, {"epsilon", attr_f(0)}},
+                    {x, Tensor::from_vector<float>({2, 3}, {1, 1, 1, 1, 1, 1}),
+                     Tensor::from_vector<float>({2, 3}, {1, 1, 1, 1, 1, 1})},
+                    2);
   const double inv = 1.0 / std::sqrt(8.0 / 3.0);
   check_values(z[0], {1 - 2 * inv, 1 - inv, 1, 1 - inv, 1 + inv, 1 + 3 * inv});
   CHECK(z[1].shape() == Shape{1, 1});
@@ -150,7 +107,7 @@ TEST_CASE("LayerNormalization matches a two-pass double reference on wide rows")
   for (size_t i = 0; i < v.size(); ++i) v[i] = 100.0f + static_cast<float>((i * 37) % 101) / 10.0f;
   Tensor x = Tensor::from_vector<float>({rows, n}, v);
   std::vector<float> ones(n, 1.0f);
-  auto y = run_op("LayerNormalization", 17, {}, {x, Tensor::from_vector<float>({n}, ones)});
+  auto y = run_node("LayerNormalization", 17, {}, {x, Tensor::from_vector<float>({n}, ones)});
   const float* yp = y[0].data<float>();
   for (int64_t r = 0; r < rows; r += 9) {
     double m = 0, q = 0;
@@ -166,13 +123,13 @@ TEST_CASE("LayerNormalization matches a two-pass double reference on wide rows")
 TEST_CASE("InstanceNormalization normalises each (n, c) plane") {
   // c0 {1, 3}: mean 2, var 1 -> {-1, 1}; c1 {2, 6}: mean 4, var 4 -> {-1, 1} * 2 + 1.
   Tensor x = Tensor::from_vector<float>({1, 2, 2}, {1, 3, 2, 6});
-  auto y = run_op("InstanceNormalization", 6, {{"epsilon", float_attr(0)}},
-                  {x, vec({1, 2}), vec({0, 1})});
+  auto y =
+      run_node("InstanceNormalization", 6, {{"epsilon", attr_f(0)}}, {x, vec({1, 2}), vec({0, 1})});
   check_values(y[0], {-1, 1, -1, 3});
 }
 
 TEST_CASE("normalisation errors name the parameter and its shape") {
-  CHECK_THROWS_WITH(run_op("BatchNormalization", 15, {},
-                           {bn_input(), vec({1, 2, 3}), vec({0, 0}), vec({0, 0}), vec({1, 1})}),
+  CHECK_THROWS_WITH(run_node("BatchNormalization", 15, {},
+                             {bn_input(), vec({1, 2, 3}), vec({0, 0}), vec({0, 0}), vec({1, 1})}),
                     doctest::Contains("scale (input 1) has shape [3], expected 2 elements"));
 }

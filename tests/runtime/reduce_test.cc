@@ -6,62 +6,12 @@
 #include <cmath>
 
 #include "runtime/executor.h"
+#include "single_node.h"
 
 using namespace oat;
+using namespace oat_test;
 
 namespace {
-
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-
-// Runs one node; an undefined Tensor in `inputs` is an omitted optional input.
-std::vector<Tensor> run_op(const std::string& op, int64_t opset,
-                           const std::map<std::string, Attribute>& attrs,
-                           const std::vector<Tensor>& inputs, int n_outputs = 1) {
-  Graph g;
-  g.opsets[""] = opset;
-  Node n;
-  n.name = "n0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = opset;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n.inputs.push_back("");
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    n.inputs.push_back(name);
-    g.inputs.push_back(ValueInfo{name, inputs[i].dtype(), std::nullopt});
-    feeds[name] = inputs[i];
-  }
-  for (int o = 0; o < n_outputs; ++o) {
-    n.outputs.push_back("out" + std::to_string(o));
-    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
-  }
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds);
-}
-
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
 
 void check_values(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
   REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
@@ -85,41 +35,41 @@ Tensor iota234() {
 TEST_CASE("ReduceSum over each axis layout") {
   Tensor x = iota234();
   // Trailing axis (contiguous rows).
-  auto r2 = run_op("ReduceSum", 13, {{"keepdims", int_attr(0)}}, {x, axes({-1})});
+  auto r2 = run_node("ReduceSum", 13, {{"keepdims", attr_i(0)}}, {x, axes({-1})});
   CHECK(r2[0].shape() == Shape{2, 3});
   check_values(r2[0], {6, 22, 38, 54, 70, 86});
   // Leading axis (columns).
-  auto r0 = run_op("ReduceSum", 11, {{"axes", ints_attr({0})}}, {x});
+  auto r0 = run_node("ReduceSum", 11, {{"axes", attr_ints({0})}}, {x});
   CHECK(r0[0].shape() == Shape{1, 3, 4});
   check_values(r0[0], {12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34});
   // Middle axis.
-  auto r1 = run_op("ReduceSum", 13, {{"keepdims", int_attr(0)}}, {x, axes({1})});
+  auto r1 = run_node("ReduceSum", 13, {{"keepdims", attr_i(0)}}, {x, axes({1})});
   check_values(r1[0], {12, 15, 18, 21, 48, 51, 54, 57});
   // Axes 0 and 2 are not adjacent: the general path. Σ_i Σ_k (12 i + 4 j + k) = Σ_i (48 i + 16 j +
   // 6) = 60 + 32 j.
-  auto r02 = run_op("ReduceSum", 13, {}, {x, axes({2, 0})});
+  auto r02 = run_node("ReduceSum", 13, {}, {x, axes({2, 0})});
   CHECK(r02[0].shape() == Shape{1, 3, 1});
   check_values(r02[0], {60, 92, 124});
   // No axes: everything.
-  auto all = run_op("ReduceSum", 13, {{"keepdims", int_attr(0)}}, {x});
+  auto all = run_node("ReduceSum", 13, {{"keepdims", attr_i(0)}}, {x});
   CHECK(all[0].shape() == Shape{});
   check_values(all[0], {276});
 }
 
 TEST_CASE("ReduceSum noop_with_empty_axes returns the input") {
   Tensor x = iota234();
-  auto y = run_op("ReduceSum", 13, {{"noop_with_empty_axes", int_attr(1)}}, {x, axes({})});
+  auto y = run_node("ReduceSum", 13, {{"noop_with_empty_axes", attr_i(1)}}, {x, axes({})});
   CHECK(y[0].shape() == Shape{2, 3, 4});
   CHECK(y[0].to_float_vector() == x.to_float_vector());
   // Opset 18 takes axes as an input for every Reduce* op.
-  auto m = run_op("ReduceMean", 18, {{"keepdims", int_attr(0)}}, {x, axes({0, 1})});
+  auto m = run_node("ReduceMean", 18, {{"keepdims", attr_i(0)}}, {x, axes({0, 1})});
   check_values(m[0], {10, 11, 12, 13});
 }
 
 TEST_CASE("every Reduce kind on one row") {
   Tensor x = Tensor::from_vector<float>({1, 4}, {1, -2, 3, 0.5f});
   auto run = [&](const char* op) {
-    return run_op(op, 13, {{"axes", ints_attr({1})}, {"keepdims", int_attr(0)}}, {x})[0];
+    return run_node(op, 13, {{"axes", attr_ints({1})}, {"keepdims", attr_i(0)}}, {x})[0];
   };
   check_values(run("ReduceMean"), {0.625});
   check_values(run("ReduceMax"), {3});
@@ -135,10 +85,10 @@ TEST_CASE("every Reduce kind on one row") {
 
 TEST_CASE("ReduceLogSumExp is stable for large values; ReduceMax on int64") {
   Tensor x = Tensor::from_vector<float>({2, 2}, {1000, 1000, -1000, -999});
-  auto y = run_op("ReduceLogSumExp", 13, {{"axes", ints_attr({1})}}, {x});
+  auto y = run_node("ReduceLogSumExp", 13, {{"axes", attr_ints({1})}}, {x});
   check_values(y[0], {1000 + std::log(2.0), -999 + std::log(1 + std::exp(-1.0))});
   Tensor i = Tensor::from_vector<int64_t>({2, 2}, {int64_t{1} << 60, 3, -5, -7});
-  auto m = run_op("ReduceMax", 13, {{"axes", ints_attr({1})}, {"keepdims", int_attr(0)}}, {i});
+  auto m = run_node("ReduceMax", 13, {{"axes", attr_ints({1})}, {"keepdims", attr_i(0)}}, {i});
   CHECK(m[0].dtype() == DType::I64);
   CHECK(m[0].to_int_vector() == std::vector<int64_t>{int64_t{1} << 60, -5});
 }
@@ -148,40 +98,40 @@ TEST_CASE("ReduceSum of a long float row is accurate") {
   // to float rounding of the double sum.
   const int64_t n = int64_t{1} << 22;
   Tensor x = Tensor::from_vector<float>({n}, std::vector<float>(n, 0.1f));
-  auto y = run_op("ReduceSum", 13, {{"keepdims", int_attr(0)}}, {x});
+  auto y = run_node("ReduceSum", 13, {{"keepdims", attr_i(0)}}, {x});
   const double want = static_cast<double>(0.1f) * n;
   CHECK(std::abs(y[0].item_as_double() - want) / want < 1e-6);
-  auto m = run_op("ReduceMean", 13, {}, {x.reshaped({1024, 4096})});
+  auto m = run_node("ReduceMean", 13, {}, {x.reshaped({1024, 4096})});
   CHECK(m[0].item_as_double() == doctest::Approx(0.1).epsilon(1e-6));
 }
 
 TEST_CASE("ArgMax and ArgMin with keepdims and select_last_index") {
   Tensor x = Tensor::from_vector<float>({2, 3}, {1, 5, 5, 2, 0, 2});
-  auto a = run_op("ArgMax", 13, {{"axis", int_attr(1)}}, {x});
+  auto a = run_node("ArgMax", 13, {{"axis", attr_i(1)}}, {x});
   CHECK(a[0].shape() == Shape{2, 1});
   CHECK(a[0].to_int_vector() == std::vector<int64_t>{1, 0});
-  auto l = run_op("ArgMax", 13, {{"axis", int_attr(1)}, {"select_last_index", int_attr(1)}}, {x});
+  auto l = run_node("ArgMax", 13, {{"axis", attr_i(1)}, {"select_last_index", attr_i(1)}}, {x});
   CHECK(l[0].to_int_vector() == std::vector<int64_t>{2, 2});
-  auto n = run_op("ArgMin", 13, {{"keepdims", int_attr(0)}}, {x});
+  auto n = run_node("ArgMin", 13, {{"keepdims", attr_i(0)}}, {x});
   CHECK(n[0].shape() == Shape{3});
   CHECK(n[0].to_int_vector() == std::vector<int64_t>{0, 1, 1});
-  CHECK_THROWS_WITH(run_op("ArgMin", 13, {{"axis", int_attr(2)}}, {x}),
+  CHECK_THROWS_WITH(run_node("ArgMin", 13, {{"axis", attr_i(2)}}, {x}),
                     doctest::Contains("axis 2 is out of range for input [2, 3]"));
 }
 
 TEST_CASE("CumSum: exclusive, reverse, axis as input") {
   Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   auto ax = [](int64_t a) { return Tensor::scalar<int64_t>(a); };
-  CHECK(run_op("CumSum", 14, {}, {x, ax(1)})[0].to_float_vector() ==
+  CHECK(run_node("CumSum", 14, {}, {x, ax(1)})[0].to_float_vector() ==
         std::vector<float>{1, 3, 6, 4, 9, 15});
-  CHECK(run_op("CumSum", 14, {}, {x, ax(0)})[0].to_float_vector() ==
+  CHECK(run_node("CumSum", 14, {}, {x, ax(0)})[0].to_float_vector() ==
         std::vector<float>{1, 2, 3, 5, 7, 9});
-  CHECK(run_op("CumSum", 14, {{"exclusive", int_attr(1)}}, {x, ax(-1)})[0].to_float_vector() ==
+  CHECK(run_node("CumSum", 14, {{"exclusive", attr_i(1)}}, {x, ax(-1)})[0].to_float_vector() ==
         std::vector<float>{0, 1, 3, 0, 4, 9});
-  CHECK(run_op("CumSum", 14, {{"reverse", int_attr(1)}, {"exclusive", int_attr(1)}},
-               {x, Tensor::from_vector<int32_t>({1}, {1})})[0]
+  CHECK(run_node("CumSum", 14, {{"reverse", attr_i(1)}, {"exclusive", attr_i(1)}},
+                 {x, Tensor::from_vector<int32_t>({1}, {1})})[0]
             .to_float_vector() == std::vector<float>{5, 3, 0, 11, 6, 0});
   Tensor i = Tensor::from_vector<int64_t>({3}, {1, 2, 3});
-  CHECK(run_op("CumSum", 14, {{"reverse", int_attr(1)}}, {i, ax(0)})[0].to_int_vector() ==
+  CHECK(run_node("CumSum", 14, {{"reverse", attr_i(1)}}, {i, ax(0)})[0].to_int_vector() ==
         std::vector<int64_t>{6, 5, 3});
 }

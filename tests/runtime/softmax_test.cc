@@ -6,62 +6,12 @@
 #include <cmath>
 
 #include "runtime/executor.h"
+#include "single_node.h"
 
 using namespace oat;
+using namespace oat_test;
 
 namespace {
-
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-
-// Runs one node; an undefined Tensor in `inputs` is an omitted optional input.
-std::vector<Tensor> run_op(const std::string& op, int64_t opset,
-                           const std::map<std::string, Attribute>& attrs,
-                           const std::vector<Tensor>& inputs, int n_outputs = 1) {
-  Graph g;
-  g.opsets[""] = opset;
-  Node n;
-  n.name = "n0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = opset;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n.inputs.push_back("");
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    n.inputs.push_back(name);
-    g.inputs.push_back(ValueInfo{name, inputs[i].dtype(), std::nullopt});
-    feeds[name] = inputs[i];
-  }
-  for (int o = 0; o < n_outputs; ++o) {
-    n.outputs.push_back("out" + std::to_string(o));
-    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
-  }
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds);
-}
-
-Attribute string_attr(const std::string& s) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = s;
-  return a;
-}
 
 void check_values(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
   REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
@@ -97,12 +47,12 @@ TEST_CASE("Softmax and LogSoftmax along one axis (opset 13)") {
   const auto v = sample(2 * 3 * 4);
   Tensor x = Tensor::from_vector<float>({2, 3, 4}, v);
   // axis 1 is strided (inner 4), axis -1 is contiguous.
-  check_values(run_op("Softmax", 13, {{"axis", int_attr(1)}}, {x})[0],
+  check_values(run_node("Softmax", 13, {{"axis", attr_i(1)}}, {x})[0],
                reference_softmax(v, 2, 3, 4, false));
-  check_values(run_op("LogSoftmax", 13, {{"axis", int_attr(1)}}, {x})[0],
+  check_values(run_node("LogSoftmax", 13, {{"axis", attr_i(1)}}, {x})[0],
                reference_softmax(v, 2, 3, 4, true));
-  check_values(run_op("Softmax", 13, {}, {x})[0], reference_softmax(v, 6, 4, 1, false));
-  check_values(run_op("LogSoftmax", 13, {{"axis", int_attr(0)}}, {x})[0],
+  check_values(run_node("Softmax", 13, {}, {x})[0], reference_softmax(v, 6, 4, 1, false));
+  check_values(run_node("LogSoftmax", 13, {{"axis", attr_i(0)}}, {x})[0],
                reference_softmax(v, 1, 2, 12, true));
 }
 
@@ -110,23 +60,23 @@ TEST_CASE("Softmax before opset 13 coerces the input to 2-D at axis") {
   const auto v = sample(2 * 3 * 4);
   Tensor x = Tensor::from_vector<float>({2, 3, 4}, v);
   // Default axis 1: rows of 3*4 = 12 elements.
-  check_values(run_op("Softmax", 11, {}, {x})[0], reference_softmax(v, 2, 12, 1, false));
-  check_values(run_op("LogSoftmax", 11, {{"axis", int_attr(2)}}, {x})[0],
+  check_values(run_node("Softmax", 11, {}, {x})[0], reference_softmax(v, 2, 12, 1, false));
+  check_values(run_node("LogSoftmax", 11, {{"axis", attr_i(2)}}, {x})[0],
                reference_softmax(v, 6, 4, 1, true));
 }
 
 TEST_CASE("Softmax is stable for large inputs") {
   Tensor x = Tensor::from_vector<float>({1, 2}, {1000, 1001});
   const double l = std::log(1 + std::exp(-1.0));
-  check_values(run_op("LogSoftmax", 13, {}, {x})[0], {-1 - l, -l});
-  check_values(run_op("Softmax", 13, {}, {x})[0], {std::exp(-1 - l), std::exp(-l)});
+  check_values(run_node("LogSoftmax", 13, {}, {x})[0], {-1 - l, -l});
+  check_values(run_node("Softmax", 13, {}, {x})[0], {std::exp(-1 - l), std::exp(-l)});
 }
 
 TEST_CASE("Hardmax marks the first maximum") {
   Tensor x = Tensor::from_vector<float>({2, 3}, {1, 3, 3, 0, -1, -2});
-  check_values(run_op("Hardmax", 13, {}, {x})[0], {0, 1, 0, 1, 0, 0});
+  check_values(run_node("Hardmax", 13, {}, {x})[0], {0, 1, 0, 1, 0, 0});
   // Along axis 0 (strided): columns {1, 0}, {3, -1}, {3, -2}.
-  check_values(run_op("Hardmax", 13, {{"axis", int_attr(0)}}, {x})[0], {1, 1, 1, 0, 0, 0});
+  check_values(run_node("Hardmax", 13, {{"axis", attr_i(0)}}, {x})[0], {1, 1, 1, 0, 0, 0});
 }
 
 TEST_CASE("NegativeLogLikelihoodLoss: weights, ignore_index, reductions") {
@@ -134,24 +84,24 @@ TEST_CASE("NegativeLogLikelihoodLoss: weights, ignore_index, reductions") {
   Tensor target = Tensor::from_vector<int64_t>({3}, {0, 1, 1});
   Tensor weight = Tensor::from_vector<float>({2}, {2, 3});
   // losses -logp[n, t] * w[t] = [2, 12, 18]; weights [2, 3, 3].
-  auto none = run_op("NegativeLogLikelihoodLoss", 13, {{"reduction", string_attr("none")}},
-                     {logp, target, weight});
+  auto none = run_node("NegativeLogLikelihoodLoss", 13, {{"reduction", attr_s("none")}},
+                       {logp, target, weight});
   CHECK(none[0].shape() == Shape{3});
   check_values(none[0], {2, 12, 18});
-  auto sum = run_op("NegativeLogLikelihoodLoss", 13, {{"reduction", string_attr("sum")}},
-                    {logp, target, weight});
+  auto sum = run_node("NegativeLogLikelihoodLoss", 13, {{"reduction", attr_s("sum")}},
+                      {logp, target, weight});
   CHECK(sum[0].shape() == Shape{});
   check_values(sum[0], {32});
-  check_values(run_op("NegativeLogLikelihoodLoss", 13, {}, {logp, target, weight})[0], {4});
+  check_values(run_node("NegativeLogLikelihoodLoss", 13, {}, {logp, target, weight})[0], {4});
   // Without weights the mean is over positions: (1 + 4 + 6) / 3.
-  check_values(run_op("NegativeLogLikelihoodLoss", 13, {}, {logp, target})[0], {11.0 / 3});
+  check_values(run_node("NegativeLogLikelihoodLoss", 13, {}, {logp, target})[0], {11.0 / 3});
   // ignore_index 1 leaves only n = 0: mean 2 / 2 = 1.
-  check_values(run_op("NegativeLogLikelihoodLoss", 13, {{"ignore_index", int_attr(1)}},
-                      {logp, target, weight})[0],
+  check_values(run_node("NegativeLogLikelihoodLoss", 13, {{"ignore_index", attr_i(1)}},
+                        {logp, target, weight})[0],
                {1});
   // Int32 targets and an out-of-range class.
   Tensor t32 = Tensor::from_vector<int32_t>({3}, {0, 1, 2});
-  CHECK_THROWS_WITH(run_op("NegativeLogLikelihoodLoss", 13, {}, {logp, t32}),
+  CHECK_THROWS_WITH(run_node("NegativeLogLikelihoodLoss", 13, {}, {logp, t32}),
                     doctest::Contains("target value 2 at position 2 is outside [0, 2)"));
 }
 
@@ -160,16 +110,16 @@ TEST_CASE("SoftmaxCrossEntropyLoss with log_prob output, [N, C, D] layout") {
   Tensor scores = Tensor::from_vector<float>({1, 2, 2}, {0, 1, 0, 3});
   Tensor labels = Tensor::from_vector<int64_t>({1, 2}, {1, 0});
   const double l2 = std::log(2.0), lse1 = 3 + std::log(1 + std::exp(-2.0));
-  auto y = run_op("SoftmaxCrossEntropyLoss", 13, {{"reduction", string_attr("none")}},
-                  {scores, labels}, 2);
+  auto y =
+      run_node("SoftmaxCrossEntropyLoss", 13, {{"reduction", attr_s("none")}}, {scores, labels}, 2);
   CHECK(y[0].shape() == Shape{1, 2});
   check_values(y[0], {l2, lse1 - 1});
   CHECK(y[1].shape() == Shape{1, 2, 2});
   check_values(y[1], {-l2, 1 - lse1, -l2, 3 - lse1});
   // Mean over both positions; with ignore_index 0 only position 0 counts.
-  check_values(run_op("SoftmaxCrossEntropyLoss", 13, {}, {scores, labels})[0],
+  check_values(run_node("SoftmaxCrossEntropyLoss", 13, {}, {scores, labels})[0],
                {(l2 + lse1 - 1) / 2});
   check_values(
-      run_op("SoftmaxCrossEntropyLoss", 13, {{"ignore_index", int_attr(0)}}, {scores, labels})[0],
+      run_node("SoftmaxCrossEntropyLoss", 13, {{"ignore_index", attr_i(0)}}, {scores, labels})[0],
       {l2});
 }

@@ -1,8 +1,182 @@
-// TODO(training issue): kernels of this family are being written; nothing is registered yet.
+// Optimizer steps and gradient clipping as kernels (internal domain), so the optimizer is part
+// of the training graph and runs on whatever device the graph runs on. Parameters and their
+// state are fp32 (the master weights); updated values are new outputs that the trainer feeds
+// back on the next step.
+//
+// SGDUpdate(P, G, V?, lr, skip?) -> (P', V')      attrs: momentum μ, dampening τ, nesterov,
+//                                                  weight_decay λ (PyTorch's torch.optim.SGD)
+//   g  = G + λ·P
+//   V' = μ·V + (1−τ)·g            (only when μ ≠ 0; V starts at zero, so V₁ = g as in PyTorch)
+//   d  = g + μ·V' (Nesterov) | V' (momentum) | g (plain)
+//   P' = P − lr·d
+//
+// AdamUpdate(P, G, M, V, lr, step, skip?) -> (P', M', V')   attrs: beta1 β₁, beta2 β₂, epsilon ε,
+//                                          weight_decay λ, decoupled (1: AdamW, 0: Adam)
+//   Adam:  g = G + λ·P                 AdamW: P ← P·(1 − lr·λ), g = G
+//   M' = β₁·M + (1−β₁)·g,   V' = β₂·V + (1−β₂)·g²
+//   P' = P − lr · (M'/(1−β₁ᵗ)) / (√(V'/(1−β₂ᵗ)) + ε)           (t = step, 1-based)
+//
+// With skip = true (an overflowing mixed-precision step) every output is its input unchanged.
+//
+// GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm):  ‖G‖ = √(Σᵢ Σ Gᵢ²),
+//   Gᵢ' = Gᵢ · min(1, max_norm / (‖G‖ + 1e-6))       (torch.nn.utils.clip_grad_norm_)
+#include <cmath>
+
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
 
-void register_optimizer(KernelRegistry& /*r*/) {}
+namespace {
+
+bool skip_requested(const KernelContext& ctx, int index) {
+  const Tensor* s = ctx.input_or_null(index);
+  return s && s->numel() == 1 && s->item_as_double() != 0.0;
+}
+
+void check_same_shape(const KernelContext& ctx, const Tensor& a, const Tensor& b, const char* what) {
+  if (a.shape() != b.shape())
+    ctx.fail(cat(what, " has shape ", shape_str(b.shape()), ", the parameter ", shape_str(a.shape())));
+}
+
+template <class T>
+void sgd_update(KernelContext& ctx) {
+  const Node& n = ctx.node();
+  const double mu = n.attr_float("momentum", 0.0f);
+  const double tau = n.attr_float("dampening", 0.0f);
+  const double lambda = n.attr_float("weight_decay", 0.0f);
+  const bool nesterov = n.attr_int("nesterov", 0) != 0;
+  const Tensor& p = ctx.input(0);
+  const Tensor& g = ctx.input(1);
+  const Tensor* v = ctx.input_or_null(2);
+  check_same_shape(ctx, p, g, "the gradient");
+  if (mu != 0.0 && !v) ctx.fail("momentum needs the velocity input");
+  if (v) check_same_shape(ctx, p, *v, "the velocity");
+  if (skip_requested(ctx, 4)) {
+    ctx.set_output(0, p);
+    if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
+    return;
+  }
+  const T lr = static_cast<T>(ctx.input(3).item_as_double());
+  Tensor& po = ctx.allocate_output(0, p.dtype(), p.shape());
+  T* pv = po.data<T>();
+  const T* pi = p.data<T>();
+  const T* gi = g.data<T>();
+  T* vo = nullptr;
+  const T* vi = nullptr;
+  if (mu != 0.0) {
+    vo = ctx.allocate_output(1, p.dtype(), p.shape()).template data<T>();
+    vi = v->data<T>();
+  } else if (ctx.output_requested(1) && v) {
+    ctx.set_output(1, *v);
+  }
+  const int64_t count = p.numel();
+#pragma omp parallel for if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) {
+    T d = gi[i] + static_cast<T>(lambda) * pi[i];
+    if (vo) {
+      const T vn = static_cast<T>(mu) * vi[i] + static_cast<T>(1.0 - tau) * d;
+      vo[i] = vn;
+      d = nesterov ? d + static_cast<T>(mu) * vn : vn;
+    }
+    pv[i] = pi[i] - lr * d;
+  }
+}
+
+template <class T>
+void adam_update(KernelContext& ctx) {
+  const Node& n = ctx.node();
+  const double b1 = n.attr_float("beta1", 0.9f);
+  const double b2 = n.attr_float("beta2", 0.999f);
+  const double eps = n.attr_float("epsilon", 1e-8f);
+  const double lambda = n.attr_float("weight_decay", 0.0f);
+  const bool decoupled = n.attr_int("decoupled", 0) != 0;
+  const Tensor& p = ctx.input(0);
+  const Tensor& g = ctx.input(1);
+  const Tensor& m = ctx.input(2);
+  const Tensor& v = ctx.input(3);
+  check_same_shape(ctx, p, g, "the gradient");
+  check_same_shape(ctx, p, m, "the first moment");
+  check_same_shape(ctx, p, v, "the second moment");
+  if (skip_requested(ctx, 6)) {
+    ctx.set_output(0, p);
+    ctx.set_output(1, m);
+    ctx.set_output(2, v);
+    return;
+  }
+  const double lr = ctx.input(4).item_as_double();
+  const double t = static_cast<double>(ctx.input(5).item_as_int());
+  if (t < 1) ctx.fail(cat("step must be >= 1, got ", t));
+  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+  // P' = P − (lr/c1)·M' / (√V'/√c2 + ε): PyTorch's arrangement of the bias corrections.
+  const T step_size = static_cast<T>(lr / c1);
+  const T inv_sqrt_c2 = static_cast<T>(1.0 / std::sqrt(c2));
+  const T decay = static_cast<T>(decoupled ? 1.0 - lr * lambda : 1.0);
+  const T l2 = static_cast<T>(decoupled ? 0.0 : lambda);
+  T* po = ctx.allocate_output(0, p.dtype(), p.shape()).template data<T>();
+  T* mo = ctx.allocate_output(1, p.dtype(), p.shape()).template data<T>();
+  T* vo = ctx.allocate_output(2, p.dtype(), p.shape()).template data<T>();
+  const T* pi = p.data<T>();
+  const T* gi = g.data<T>();
+  const T* mi = m.data<T>();
+  const T* vi = v.data<T>();
+  const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2), teps = static_cast<T>(eps);
+  const int64_t count = p.numel();
+#pragma omp parallel for if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) {
+    const T pd = pi[i] * decay;
+    const T gr = gi[i] + l2 * pi[i];
+    const T mn = tb1 * mi[i] + (T(1) - tb1) * gr;
+    const T vn = tb2 * vi[i] + (T(1) - tb2) * gr * gr;
+    mo[i] = mn;
+    vo[i] = vn;
+    po[i] = pd - step_size * mn / (std::sqrt(vn) * inv_sqrt_c2 + teps);
+  }
+}
+
+template <class T>
+void global_norm_clip(KernelContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  if (n < 1) ctx.fail("needs at least one gradient and max_norm");
+  const double max_norm = ctx.input(n).item_as_double();
+  double sq = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i);
+    const T* d = g.data<T>();
+    const int64_t count = g.numel();
+    double s = 0.0;
+#pragma omp parallel for reduction(+ : s) if (count > 65536)
+    for (int64_t k = 0; k < count; ++k) s += static_cast<double>(d[k]) * static_cast<double>(d[k]);
+    sq += s;
+  }
+  const double norm = std::sqrt(sq);
+  const double coef = std::min(1.0, max_norm / (norm + 1e-6));
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i);
+    if (coef >= 1.0) {
+      ctx.set_output(i, g);
+      continue;
+    }
+    Tensor& o = ctx.allocate_output(i, g.dtype(), g.shape());
+    const T* s = g.data<T>();
+    T* d = o.data<T>();
+    const T c = static_cast<T>(coef);
+    for (int64_t k = 0; k < g.numel(); ++k) d[k] = s[k] * c;
+  }
+  if (ctx.output_requested(n)) {
+    Tensor& nt = ctx.allocate_output(n, DType::F32, {});
+    nt.data<float>()[0] = static_cast<float>(norm);
+  }
+}
+
+}  // namespace
+
+void register_optimizer(KernelRegistry& r) {
+  r.add(OpId::SGDUpdate, Device::CPU, DType::F32, function_kernel(sgd_update<float>));
+  r.add(OpId::SGDUpdate, Device::CPU, DType::F64, function_kernel(sgd_update<double>));
+  r.add(OpId::AdamUpdate, Device::CPU, DType::F32, function_kernel(adam_update<float>));
+  r.add(OpId::AdamUpdate, Device::CPU, DType::F64, function_kernel(adam_update<double>));
+  r.add(OpId::GlobalNormClip, Device::CPU, DType::F32, function_kernel(global_norm_clip<float>));
+  r.add(OpId::GlobalNormClip, Device::CPU, DType::F64, function_kernel(global_norm_clip<double>));
+}
 
 }  // namespace oat::cpu

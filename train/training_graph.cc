@@ -1,0 +1,310 @@
+#include "train/training_graph.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "train/autodiff/gradient_builder.h"
+
+namespace oat::train {
+
+const char* loss_name(LossKind k) {
+  switch (k) {
+    case LossKind::CrossEntropy: return "cross-entropy";
+    case LossKind::MSE: return "mse";
+    case LossKind::L1: return "l1";
+    case LossKind::BCEWithLogits: return "bce-with-logits";
+    case LossKind::Model: return "model";
+  }
+  return "?";
+}
+
+LossKind parse_loss(const std::string& s) {
+  for (LossKind k : {LossKind::CrossEntropy, LossKind::MSE, LossKind::L1, LossKind::BCEWithLogits,
+                     LossKind::Model})
+    if (s == loss_name(k)) return k;
+  throw Error(cat("unknown loss '", s, "' (cross-entropy, mse, l1, bce-with-logits, model)"));
+}
+
+OptimizerKind parse_optimizer(const std::string& s) {
+  if (s == "sgd") return OptimizerKind::SGD;
+  if (s == "adam") return OptimizerKind::Adam;
+  if (s == "adamw") return OptimizerKind::AdamW;
+  throw Error(cat("unknown optimizer '", s, "' (sgd, adam, adamw)"));
+}
+
+bool wildcard_match(const std::string& p, const std::string& s) {
+  // Iterative glob with backtracking to the last '*'.
+  size_t i = 0, j = 0, star = std::string::npos, mark = 0;
+  while (j < s.size()) {
+    if (i < p.size() && (p[i] == '?' || p[i] == s[j])) {
+      ++i;
+      ++j;
+    } else if (i < p.size() && p[i] == '*') {
+      star = i++;
+      mark = j;
+    } else if (star != std::string::npos) {
+      i = star + 1;
+      j = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (i < p.size() && p[i] == '*') ++i;
+  return i == p.size();
+}
+
+namespace {
+
+Attribute int_attr(int64_t v) { return GradientContext::attr_int(v); }
+Attribute float_attr(double v) { return GradientContext::attr_float(static_cast<float>(v)); }
+
+class Emitter {
+ public:
+  explicit Emitter(Graph& g) : g_(g) {}
+  std::string node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
+                   std::vector<std::string> outputs, std::map<std::string, Attribute> attrs = {},
+                   const std::string& domain = "") {
+    Node n;
+    n.name = name;
+    n.op_type = op;
+    n.op = op_from_name(op);
+    n.domain = domain;
+    n.opset = domain.empty() ? 17 : 1;
+    n.inputs = std::move(inputs);
+    n.outputs = std::move(outputs);
+    n.attrs = std::move(attrs);
+    g_.nodes.push_back(n);
+    return g_.nodes.back().outputs.empty() ? "" : g_.nodes.back().outputs[0];
+  }
+  void input(const std::string& name, DType dt, std::optional<std::vector<Dim>> shape) {
+    ValueInfo v;
+    v.name = name;
+    v.dtype = dt;
+    v.shape = std::move(shape);
+    g_.inputs.push_back(v);
+  }
+
+ private:
+  Graph& g_;
+};
+
+// Switches BatchNormalization to training mode (opset-15 form: Y, running_mean, running_var)
+// and Dropout to training mode (opset-13 form with a mask). Returns BN state updates.
+void to_training_mode(Graph& g, TrainingGraph& tg) {
+  for (Node& n : g.nodes) {
+    if (!n.domain.empty()) continue;
+    if (n.op == OpId::BatchNormalization) {
+      if (n.inputs.size() < 5)
+        throw Error(cat(n.describe(), ": BatchNormalization needs its 5 inputs to train"));
+      const float eps = n.attr_float("epsilon", 1e-5f);
+      const float momentum = n.attr_float("momentum", 0.9f);
+      n.attrs.clear();
+      n.attrs["epsilon"] = float_attr(eps);
+      n.attrs["momentum"] = float_attr(momentum);
+      n.attrs["training_mode"] = int_attr(1);
+      n.opset = 15;
+      const std::string& mean = n.inputs[3];
+      const std::string& var = n.inputs[4];
+      n.outputs.resize(1);
+      n.outputs.push_back(n.name + ".running_mean.next");
+      n.outputs.push_back(n.name + ".running_var.next");
+      for (const auto& [stat, next] : {std::pair{mean, n.outputs[1]}, std::pair{var, n.outputs[2]}}) {
+        if (!g.initializers.count(stat))
+          throw Error(cat(n.describe(), ": running statistic '", stat, "' is not an initializer"));
+        tg.bn_stats.push_back(stat);
+        tg.updates[stat] = next;
+      }
+    } else if (n.op == OpId::Dropout) {
+      double ratio = n.attr_float("ratio", 0.5f);
+      std::string ratio_in = n.inputs.size() > 1 ? n.inputs[1] : "";
+      const std::string ratio_name = n.name + ".ratio";
+      const std::string mode_name = n.name + ".training_mode";
+      if (ratio_in.empty() || n.opset < 12) {
+        g.initializers[ratio_name] = Tensor::scalar<float>(static_cast<float>(ratio));
+        ratio_in = ratio_name;
+      }
+      g.initializers[mode_name] = Tensor::scalar<bool>(true);
+      n.attrs.erase("ratio");
+      n.attrs.erase("is_test");
+      n.opset = 13;
+      n.inputs = {n.inputs[0], ratio_in, mode_name};
+      n.outputs.resize(1);
+      n.outputs.push_back(n.name + ".mask");
+    }
+  }
+}
+
+}  // namespace
+
+TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options) {
+  TrainingGraph tg;
+  tg.graph = model;
+  Graph& g = tg.graph;
+  g.name = model.name + "_training";
+  if (!g.opsets.count("") || g.opsets[""] < 17) g.opsets[""] = 17;
+  g.opsets[kInternalDomain] = 1;
+
+  for (const auto& v : model.inputs)
+    if (is_floating(v.dtype)) {
+      tg.data_input = v.name;
+      break;
+    }
+  if (tg.data_input.empty()) throw Error("the model has no float input to train on");
+  if (model.outputs.empty()) throw Error("the model has no outputs");
+  const ValueInfo* out = &model.outputs[0];
+  if (!options.output.empty()) {
+    out = nullptr;
+    for (const auto& v : model.outputs)
+      if (v.name == options.output) out = &v;
+    if (!out) throw Error(cat("the model has no output named '", options.output, "'"));
+  }
+  tg.output = out->name;
+  to_training_mode(g, tg);
+
+  Emitter e(g);
+  Dim batch;
+  batch.param = "batch";
+  switch (options.loss) {
+    case LossKind::CrossEntropy: {
+      if (out->shape && out->shape->size() != 2)
+        throw Error(cat("cross-entropy needs [N, C] class logits, but output '", out->name,
+                        "' has shape ", out->shape_string(), " (use --loss mse or l1?)"));
+      tg.target = "labels";
+      e.input(tg.target, DType::I64, std::vector<Dim>{batch});
+      Attribute mean;
+      mean.kind = Attribute::Kind::String;
+      mean.s = "mean";
+      tg.loss = e.node("SoftmaxCrossEntropyLoss", "loss", {tg.output, tg.target},
+                       {"loss", "loss.log_prob"}, {{"reduction", mean}});
+      break;
+    }
+    case LossKind::MSE:
+    case LossKind::L1: {
+      // MSE: mean((y − t)²);  L1: mean(|y − t|)
+      tg.target = "targets";
+      e.input(tg.target, out->dtype, out->shape);
+      std::string d = e.node("Sub", "loss.diff", {tg.output, tg.target}, {"loss.diff"});
+      std::string r = options.loss == LossKind::MSE
+                          ? e.node("Mul", "loss.sq", {d, d}, {"loss.sq"})
+                          : e.node("Abs", "loss.abs", {d}, {"loss.abs"});
+      tg.loss = e.node("ReduceMean", "loss", {r}, {"loss"}, {{"keepdims", int_attr(0)}});
+      break;
+    }
+    case LossKind::BCEWithLogits: {
+      // mean(max(x, 0) − x·t + log(1 + e^(−|x|))), the stable form PyTorch uses.
+      tg.target = "targets";
+      e.input(tg.target, out->dtype, out->shape);
+      const std::string& x = tg.output;
+      std::string relu = e.node("Relu", "loss.relu", {x}, {"loss.relu"});
+      std::string xt = e.node("Mul", "loss.xt", {x, tg.target}, {"loss.xt"});
+      std::string nabs = e.node("Neg", "loss.nabs", {e.node("Abs", "loss.abs", {x}, {"loss.abs"})},
+                                {"loss.nabs"});
+      std::string sp = e.node("Softplus", "loss.softplus", {nabs}, {"loss.softplus"});
+      std::string t = e.node("Add", "loss.sum", {e.node("Sub", "loss.sub", {relu, xt}, {"loss.sub"}), sp},
+                             {"loss.elem"});
+      tg.loss = e.node("ReduceMean", "loss", {t}, {"loss"}, {{"keepdims", int_attr(0)}});
+      break;
+    }
+    case LossKind::Model:
+      if (out->shape && !out->shape->empty() &&
+          !(out->shape->size() == 1 && (*out->shape)[0].value == 1))
+        throw Error(cat("--loss model needs a scalar output, but '", out->name, "' has shape ",
+                        out->shape_string()));
+      tg.loss = tg.output;
+      break;
+  }
+
+  // Parameters: float initializers that are not frozen and not BN statistics; those without a
+  // differentiable path to the loss are dropped by the backward pass.
+  std::set<std::string> stats(tg.bn_stats.begin(), tg.bn_stats.end());
+  std::vector<std::string> candidates;
+  for (const auto& [name, t] : model.initializers) {
+    if (!is_floating(t.dtype()) || stats.count(name)) continue;
+    bool frozen = std::any_of(options.freeze.begin(), options.freeze.end(),
+                              [&](const std::string& p) { return wildcard_match(p, name); });
+    (frozen ? tg.frozen : candidates).push_back(name);
+  }
+  if (!g.value_info.count(tg.loss)) {
+    ValueInfo lv;
+    lv.name = tg.loss;
+    lv.dtype = out->dtype == DType::Undefined ? DType::F32 : out->dtype;
+    g.value_info[tg.loss] = lv;
+  }
+  BackwardOptions bo;
+  BackwardResult bw = build_backward(g, tg.loss, candidates, bo);
+  tg.seed = bw.seed;
+  for (const auto& p : candidates)
+    if (bw.grads.count(p)) {
+      tg.params.push_back(p);
+      tg.grads[p] = bw.grads.at(p);
+    }
+  if (tg.params.empty()) throw Error("no trainable parameters reach the loss (all frozen?)");
+
+  e.input(tg.lr, DType::F32, std::vector<Dim>{});
+  e.input(tg.step, DType::I64, std::vector<Dim>{});
+
+  std::vector<std::string> grads;
+  for (const auto& p : tg.params) grads.push_back(tg.grads.at(p));
+  if (options.clip_norm > 0) {
+    g.initializers["clip.max_norm"] = Tensor::scalar<float>(static_cast<float>(options.clip_norm));
+    std::vector<std::string> ins = grads, outs;
+    ins.push_back("clip.max_norm");
+    for (const auto& p : tg.params) outs.push_back(p + ".grad.clipped");
+    outs.push_back("clip.norm");
+    e.node("GlobalNormClip", "clip", ins, outs, {}, kInternalDomain);
+    outs.pop_back();
+    grads = outs;
+  }
+
+  const OptimizerConfig& o = options.optimizer;
+  for (size_t i = 0; i < tg.params.size(); ++i) {
+    const std::string& p = tg.params[i];
+    const Tensor& pt = model.initializers.at(p);
+    auto zeros_like = [&](const std::string& name) {
+      g.initializers[name] = Tensor::zeros(pt.dtype(), pt.shape());
+      return name;
+    };
+    if (o.kind == OptimizerKind::SGD) {
+      std::map<std::string, Attribute> a = {{"momentum", float_attr(o.momentum)},
+                                            {"dampening", float_attr(o.dampening)},
+                                            {"nesterov", int_attr(o.nesterov ? 1 : 0)},
+                                            {"weight_decay", float_attr(o.weight_decay)}};
+      if (o.momentum != 0.0) {
+        std::string v = zeros_like(p + ".velocity");
+        e.node("SGDUpdate", p + ".sgd", {p, grads[i], v, tg.lr}, {p + ".next", v + ".next"}, a,
+               kInternalDomain);
+        tg.updates[v] = v + ".next";
+      } else {
+        e.node("SGDUpdate", p + ".sgd", {p, grads[i], "", tg.lr}, {p + ".next"}, a, kInternalDomain);
+      }
+    } else {
+      std::string m = zeros_like(p + ".adam_m"), v = zeros_like(p + ".adam_v");
+      e.node("AdamUpdate", p + ".adam", {p, grads[i], m, v, tg.lr, tg.step},
+             {p + ".next", m + ".next", v + ".next"},
+             {{"beta1", float_attr(o.beta1)},
+              {"beta2", float_attr(o.beta2)},
+              {"epsilon", float_attr(o.epsilon)},
+              {"weight_decay", float_attr(o.weight_decay)},
+              {"decoupled", int_attr(o.kind == OptimizerKind::AdamW ? 1 : 0)}},
+             kInternalDomain);
+      tg.updates[m] = m + ".next";
+      tg.updates[v] = v + ".next";
+    }
+    tg.updates[p] = p + ".next";
+  }
+
+  // The training graph's outputs: the loss, then every state update.
+  g.outputs.clear();
+  ValueInfo lv;
+  lv.name = tg.loss;
+  lv.dtype = g.value_info.at(tg.loss).dtype;
+  g.outputs.push_back(lv);
+  std::vector<std::string> known;
+  for (const auto& v : g.inputs) known.push_back(v.name);
+  for (const auto& [k, t] : g.initializers) known.push_back(k);
+  topological_sort(g.nodes, known);
+  return tg;
+}
+
+}  // namespace oat::train

@@ -4,9 +4,13 @@
 // and in order are merged (NCHW -> NHWC becomes [N, C, HW] with perm [0, 2, 1]). Then either
 //  - the last axis stays last: each output row is one memcpy of a contiguous input run, or
 //  - it moves: every (outer index) is a 2-D transpose between the input's contiguous axis and the
-//    output's contiguous axis, done in cache-sized tiles.
+//    output's contiguous axis, done in cache-sized tiles (8 x 8 AVX2 register transposes for
+//    32-bit elements).
 // Registered from register_movement().
 #include <algorithm>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/movement.h"
@@ -17,6 +21,32 @@ namespace oat::cpu {
 namespace {
 
 constexpr int64_t kTile = 32;
+
+#ifdef __AVX2__
+// dst[c * ds + r] = src[r * ss + c] for an 8 x 8 block of 32-bit words (bit patterns are kept:
+// the float shuffles only move lanes).
+template <class W>
+inline void transpose8x8(const W* src, int64_t ss, W* dst, int64_t ds) {
+  const float* s = reinterpret_cast<const float*>(src);
+  float* d = reinterpret_cast<float*>(dst);
+  __m256 r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(s + k * ss);
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {
+    r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(d + k * ds, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+    _mm256_storeu_ps(d + (k + 4) * ds, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+  }
+}
+#endif
 
 class TransposeKernel : public OpKernel {
  public:
@@ -133,7 +163,20 @@ class TransposeKernel : public OpKernel {
         const int64_t i1 = std::min(M, i0 + kTile);
         for (int64_t j0 = 0; j0 < N; j0 += kTile) {
           const int64_t j1 = std::min(N, j0 + kTile);
-          for (int64_t i = i0; i < i1; ++i) {
+          int64_t i = i0;
+#ifdef __AVX2__
+          if constexpr (sizeof(W) == 4) {
+            for (; i + 8 <= i1; i += 8) {
+              int64_t j = j0;
+              for (; j + 8 <= j1; j += 8)
+                transpose8x8(src + in_off + i + j * is_n, is_n, dst + out_off + i * os_q + j, os_q);
+              for (int64_t ii = i; ii < i + 8; ++ii)
+                for (int64_t jj = j; jj < j1; ++jj)
+                  dst[out_off + ii * os_q + jj] = src[in_off + ii + jj * is_n];
+            }
+          }
+#endif
+          for (; i < i1; ++i) {
             W* d = dst + out_off + i * os_q;
             const W* sp = src + in_off + i;
             for (int64_t j = j0; j < j1; ++j) d[j] = sp[j * is_n];

@@ -1,0 +1,150 @@
+#include "train/data/batches.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace oat::train {
+
+void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what) {
+  if (!data.inputs.defined() || data.inputs.rank() < 1)
+    throw Error(cat(what, ": no inputs"));
+  if (!data.targets.defined() || data.targets.rank() < 1)
+    throw Error(cat(what, ": no targets"));
+  const int64_t n = data.inputs.dim(0);
+  if (data.targets.dim(0) != n)
+    throw Error(cat(what, ": ", n, " inputs but ", data.targets.dim(0), " targets"));
+  const int64_t per_sample = n ? data.inputs.numel() / n : 0;
+  if (n && per_sample != numel(layout.sample_shape))
+    throw Error(cat(what, ": each sample has shape ",
+                    shape_str(Shape(data.inputs.shape().begin() + 1, data.inputs.shape().end())),
+                    " (", per_sample, " values), but the model's input takes ",
+                    shape_str(layout.sample_shape), " (", numel(layout.sample_shape), " values)"));
+  if (data.inputs.dtype() != DType::U8 && !is_floating(data.inputs.dtype()))
+    throw Error(cat(what, ": inputs of dtype ", dtype_name(data.inputs.dtype()),
+                    " (expected uint8 images or floats)"));
+  if (layout.target_dtype == DType::I64) {
+    if (!is_integer(data.targets.dtype()) || data.targets.rank() != 1)
+      throw Error(cat(what, ": class labels must be integers of shape [N], got ",
+                      dtype_name(data.targets.dtype()), " ", shape_str(data.targets.shape())));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t l = data.targets.item_as_int(i);
+      if (l < 0 || (layout.num_classes > 0 && l >= layout.num_classes))
+        throw Error(cat(what, ": label ", l, " at sample ", i, " is outside [0, ",
+                        layout.num_classes, ") for a model with ", layout.num_classes,
+                        " outputs"));
+    }
+  } else {
+    const int64_t t_per = n ? data.targets.numel() / n : 0;
+    if (n && t_per != numel(layout.target_shape))
+      throw Error(cat(what, ": each target has ", t_per, " values, the model's output has ",
+                      numel(layout.target_shape)));
+  }
+}
+
+Batch make_batch(const Dataset& data, const BatchLayout& layout,
+                 const std::vector<int64_t>& indices, int64_t begin, int64_t end) {
+  const int64_t b = end - begin;
+  Batch batch;
+  batch.first = begin;
+  Shape in_shape{b};
+  in_shape.insert(in_shape.end(), layout.sample_shape.begin(), layout.sample_shape.end());
+  batch.inputs = Tensor(layout.input_dtype, in_shape);
+  const int64_t per = numel(layout.sample_shape);
+  float* dst = batch.inputs.data<float>();
+  for (int64_t k = 0; k < b; ++k) {
+    const int64_t i = indices[static_cast<size_t>(begin + k)];
+    if (data.inputs.dtype() == DType::U8) {
+      // uint8 images scaled to [0, 1].
+      const uint8_t* src = data.inputs.data<uint8_t>() + i * per;
+      for (int64_t j = 0; j < per; ++j) dst[k * per + j] = static_cast<float>(src[j]) * (1.0f / 255.0f);
+    } else if (data.inputs.dtype() == DType::F32) {
+      std::memcpy(dst + k * per, data.inputs.data<float>() + i * per, per * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < per; ++j)
+        dst[k * per + j] = static_cast<float>(data.inputs.item_as_double(i * per + j));
+    }
+  }
+  if (layout.target_dtype == DType::I64) {
+    batch.targets = Tensor(DType::I64, {b});
+    int64_t* t = batch.targets.data<int64_t>();
+    for (int64_t k = 0; k < b; ++k) t[k] = data.targets.item_as_int(indices[begin + k]);
+  } else {
+    Shape ts{b};
+    ts.insert(ts.end(), layout.target_shape.begin(), layout.target_shape.end());
+    batch.targets = Tensor(DType::F32, ts);
+    const int64_t tp = numel(layout.target_shape);
+    float* t = batch.targets.data<float>();
+    for (int64_t k = 0; k < b; ++k)
+      for (int64_t j = 0; j < tp; ++j)
+        t[k * tp + j] = static_cast<float>(data.targets.item_as_double(indices[begin + k] * tp + j));
+  }
+  return batch;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle) {
+    std::mt19937_64 rng(seed * 1000003ULL + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  return order;
+}
+
+BatchPrefetcher::BatchPrefetcher(const Dataset& data, const BatchLayout& layout,
+                                 std::vector<int64_t> order, int64_t batch_size, bool drop_last,
+                                 int depth)
+    : data_(data),
+      layout_(layout),
+      order_(std::move(order)),
+      batch_size_(batch_size),
+      depth_(static_cast<size_t>(std::max(1, depth))) {
+  const int64_t n = static_cast<int64_t>(order_.size());
+  num_batches_ = drop_last ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+  worker_ = std::thread([this] { produce(); });
+}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void BatchPrefetcher::produce() {
+  try {
+    for (int64_t k = 0; k < num_batches_; ++k) {
+      const int64_t begin = k * batch_size_;
+      const int64_t end = std::min<int64_t>(begin + batch_size_, static_cast<int64_t>(order_.size()));
+      Batch b = make_batch(data_, layout_, order_, begin, end);
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+      if (stop_) return;
+      queue_.push_back(std::move(b));
+      cv_.notify_all();
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = e.what();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  cv_.notify_all();
+}
+
+bool BatchPrefetcher::next(Batch& out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !queue_.empty() || done_; });
+  if (!error_.empty()) throw Error(error_);
+  if (queue_.empty()) return false;
+  out = std::move(queue_.front());
+  queue_.pop_front();
+  cv_.notify_all();
+  return true;
+}
+
+}  // namespace oat::train

@@ -1,0 +1,83 @@
+// Datasets in memory and the batches cut from them.
+//
+// A Dataset holds samples along dimension 0: inputs (uint8 images are scaled to [0, 1]; float
+// data is used as it is) and targets (int64 class labels, or float regression targets). Batches
+// follow a seeded shuffle, and a background thread prepares the next ones while a step runs.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace oat::train {
+
+struct Dataset {
+  Tensor inputs;   // [N, ...]
+  Tensor targets;  // [N] int64 labels or [N, ...] float
+  int64_t size() const { return inputs.defined() ? inputs.dim(0) : 0; }
+};
+
+// Where a model wants its batches: the per-sample shape of its input (e.g. [1, 28, 28]) and of
+// its target, and the class count for label checks (0 when not classification).
+struct BatchLayout {
+  Shape sample_shape;
+  DType input_dtype = DType::F32;
+  Shape target_shape;  // per-sample; {} for class labels
+  DType target_dtype = DType::I64;
+  int64_t num_classes = 0;
+};
+
+// Checks that `data` fits `layout` (per-sample element count, dtypes, label range) and throws
+// Error saying which part does not fit and why, naming `what` ("training data", ...).
+void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what);
+
+struct Batch {
+  Tensor inputs;
+  Tensor targets;
+  int64_t first = 0;  // index of the batch in the epoch
+};
+
+// Cuts `indices[begin, end)` out of `data` in the layout's shapes and dtypes.
+Batch make_batch(const Dataset& data, const BatchLayout& layout,
+                 const std::vector<int64_t>& indices, int64_t begin, int64_t end);
+
+// The order of one epoch: 0..N-1, shuffled by (seed, epoch) unless shuffle is false.
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle);
+
+// Prepares batches of one epoch on a background thread, `depth` ahead of the consumer.
+class BatchPrefetcher {
+ public:
+  BatchPrefetcher(const Dataset& data, const BatchLayout& layout, std::vector<int64_t> order,
+                  int64_t batch_size, bool drop_last, int depth = 2);
+  ~BatchPrefetcher();
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  // The next batch; false at the end of the epoch. Rethrows an error from the producer.
+  bool next(Batch& out);
+  int64_t num_batches() const { return num_batches_; }
+
+ private:
+  void produce();
+
+  const Dataset& data_;
+  BatchLayout layout_;
+  std::vector<int64_t> order_;
+  int64_t batch_size_;
+  int64_t num_batches_;
+  size_t depth_;
+  std::deque<Batch> queue_;
+  bool done_ = false, stop_ = false;
+  std::string error_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread worker_;
+};
+
+}  // namespace oat::train

@@ -1,0 +1,328 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "onnx_loader/tensor_io.h"
+
+namespace oat::train {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double scheduled_lr(double base, const ScheduleConfig& s, int64_t step, int64_t total,
+                    int64_t steps_per_epoch) {
+  if (s.warmup_steps > 0 && step < s.warmup_steps)
+    return base * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
+  if (s.kind == "constant") return base;
+  if (s.kind == "step") {
+    const int64_t epoch = steps_per_epoch > 0 ? step / steps_per_epoch : 0;
+    return base * std::pow(s.gamma, static_cast<double>(epoch / std::max<int64_t>(1, s.step_size)));
+  }
+  if (s.kind == "cosine") {
+    const double span = static_cast<double>(std::max<int64_t>(1, total - s.warmup_steps));
+    const double t = std::min(1.0, static_cast<double>(step - s.warmup_steps) / span);
+    return s.min_lr + 0.5 * (base - s.min_lr) * (1.0 + std::cos(M_PI * t));
+  }
+  throw Error(cat("unknown learning-rate schedule '", s.kind, "' (constant, step, cosine)"));
+}
+
+BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output) {
+  BatchLayout L;
+  const ValueInfo* in = nullptr;
+  for (const auto& v : model.inputs)
+    if (is_floating(v.dtype)) {
+      in = &v;
+      break;
+    }
+  if (!in) throw Error("the model has no float input");
+  if (!in->shape || in->shape->empty())
+    throw Error(cat("input '", in->name, "' has no declared shape; cannot cut batches for it"));
+  for (size_t d = 1; d < in->shape->size(); ++d) {
+    if (!(*in->shape)[d].fixed())
+      throw Error(cat("input '", in->name, "' has shape ", in->shape_string(),
+                      ": only the first (batch) dimension may be dynamic for training"));
+    L.sample_shape.push_back((*in->shape)[d].value);
+  }
+  L.input_dtype = DType::F32;
+  const ValueInfo* out = model.outputs.empty() ? nullptr : &model.outputs[0];
+  for (const auto& v : model.outputs)
+    if (v.name == output) out = &v;
+  if (loss == LossKind::CrossEntropy) {
+    L.target_dtype = DType::I64;
+    if (out && out->shape && out->shape->size() == 2 && (*out->shape)[1].fixed())
+      L.num_classes = (*out->shape)[1].value;
+  } else if (loss != LossKind::Model) {
+    L.target_dtype = DType::F32;
+    if (out && out->shape)
+      for (size_t d = 1; d < out->shape->size(); ++d)
+        L.target_shape.push_back((*out->shape)[d].fixed() ? (*out->shape)[d].value : 1);
+  }
+  return L;
+}
+
+namespace {
+
+// Host-side loss and correct count for one batch of outputs (inference evaluation).
+void score_batch(const Tensor& out, const Tensor& target, LossKind loss, double& loss_sum,
+                 int64_t& correct) {
+  const int64_t n = out.dim(0);
+  const float* y = out.data<float>();
+  if (loss == LossKind::CrossEntropy) {
+    const int64_t c = out.numel() / n;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = y + i * c;
+      float mx = row[0];
+      int64_t arg = 0;
+      for (int64_t j = 1; j < c; ++j)
+        if (row[j] > mx) {
+          mx = row[j];
+          arg = j;
+        }
+      double s = 0;
+      for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j] - mx));
+      const int64_t label = target.data<int64_t>()[i];
+      loss_sum += std::log(s) - (row[label] - mx);
+      correct += arg == label;
+    }
+    return;
+  }
+  const float* t = target.data<float>();
+  const int64_t m = out.numel();
+  double s = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const double d = static_cast<double>(y[i]) - t[i];
+    if (loss == LossKind::MSE) s += d * d;
+    else if (loss == LossKind::L1) s += std::abs(d);
+    else {  // BCE with logits
+      const double x = y[i];
+      s += std::max(x, 0.0) - x * t[i] + std::log1p(std::exp(-std::abs(x)));
+    }
+  }
+  loss_sum += s / static_cast<double>(m / n);
+}
+
+std::string fmt_time(double s) {
+  char buf[32];
+  const int64_t t = static_cast<int64_t>(s);
+  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", static_cast<int>(t / 3600),
+                static_cast<int>(t / 60 % 60), static_cast<int>(t % 60));
+  return buf;
+}
+
+}  // namespace
+
+EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor>& weights,
+                          const Dataset& data, const BatchLayout& layout, LossKind loss,
+                          int64_t batch) {
+  Executor exec(model);
+  const std::string& input = [&]() -> const std::string& {
+    for (const auto& v : model.inputs)
+      if (is_floating(v.dtype)) return v.name;
+    throw Error("the model has no float input");
+  }();
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  std::vector<int64_t> order = epoch_order(data.size(), 0, 0, false);
+  BatchPrefetcher pf(data, layout, order, batch, false);
+  Batch b;
+  std::map<std::string, Tensor> feeds = weights;
+  while (pf.next(b)) {
+    feeds[input] = b.inputs;
+    std::vector<Tensor> out = exec.run(feeds);
+    if (loss == LossKind::Model) {
+      loss_sum += out[0].item_as_double() * b.inputs.dim(0);
+    } else {
+      score_batch(cast_tensor(out[0], DType::F32), b.targets, loss, loss_sum, correct);
+    }
+    r.samples += b.inputs.dim(0);
+  }
+  r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
+  if (loss == LossKind::CrossEntropy && r.samples)
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  return r;
+}
+
+Trainer::Trainer(const Graph& model, TrainerConfig config)
+    : model_(model), cfg_(std::move(config)) {
+  if (cfg_.batch < 1) throw Error(cat("--batch must be at least 1, got ", cfg_.batch));
+  if (cfg_.lr <= 0) throw Error(cat("--lr must be positive, got ", cfg_.lr));
+  tg_ = build_training_graph(model, cfg_.graph);
+  layout_ = layout_for(model, cfg_.graph.loss, tg_.output);
+  for (const auto& [name, next] : tg_.updates) state_[name] = tg_.graph.initializers.at(name);
+  exec_ = std::make_unique<Executor>(tg_.graph);
+}
+
+Trainer::~Trainer() = default;
+
+std::map<std::string, Tensor> Trainer::model_initializers() const {
+  std::map<std::string, Tensor> r;
+  for (const auto& p : tg_.params) r[p] = state_.at(p);
+  for (const auto& s : tg_.bn_stats) r[s] = state_.at(s);
+  return r;
+}
+
+EvalResult Trainer::evaluate(const Dataset& data) const {
+  return evaluate_model(model_, model_initializers(), data, layout_, cfg_.graph.loss, cfg_.batch);
+}
+
+void Trainer::save_checkpoint(int64_t epoch_done) const {
+  if (cfg_.checkpoint_dir.empty()) return;
+  // Written beside the final folder and renamed, so a crash never leaves half a checkpoint.
+  const fs::path final_dir(cfg_.checkpoint_dir);
+  const fs::path tmp = final_dir.string() + ".tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  nlohmann::json j;
+  j["step"] = step_;
+  j["epoch"] = epoch_done;
+  j["seed"] = cfg_.seed;
+  int k = 0;
+  for (const auto& [name, t] : state_) {
+    const std::string file = cat("t", k++, ".pb");
+    onnx_loader::write_tensor_pb(t, name, (tmp / file).string());
+    j["tensors"][name] = file;
+  }
+  {
+    std::ofstream f(tmp / "checkpoint.json");
+    f << j.dump(2) << "\n";
+    if (!f) throw Error(cat(tmp.string(), ": cannot write checkpoint.json"));
+  }
+  fs::remove_all(final_dir);
+  fs::rename(tmp, final_dir);
+}
+
+int64_t Trainer::load_checkpoint() {
+  const fs::path dir(cfg_.checkpoint_dir);
+  std::ifstream f(dir / "checkpoint.json");
+  if (!f) throw Error(cat(dir.string(), ": no checkpoint.json to resume from"));
+  nlohmann::json j;
+  try {
+    f >> j;
+  } catch (const std::exception& e) {
+    throw Error(cat(dir.string(), "/checkpoint.json: ", e.what()));
+  }
+  for (auto& [name, t] : state_) {
+    if (!j["tensors"].contains(name))
+      throw Error(cat(dir.string(), ": the checkpoint has no tensor '", name,
+                      "' (was it written for another model or optimizer?)"));
+    Tensor loaded =
+        onnx_loader::read_tensor_pb((dir / j["tensors"][name].get<std::string>()).string()).tensor;
+    if (loaded.shape() != t.shape() || loaded.dtype() != t.dtype())
+      throw Error(cat(dir.string(), ": tensor '", name, "' is ", dtype_name(loaded.dtype()), " ",
+                      shape_str(loaded.shape()), ", the model needs ", dtype_name(t.dtype()), " ",
+                      shape_str(t.shape())));
+    t = loaded;
+  }
+  step_ = j["step"].get<int64_t>();
+  return j["epoch"].get<int64_t>();
+}
+
+void Trainer::fit(const Dataset& train, const Dataset* val) {
+  check_dataset(train, layout_, "training data");
+  if (val) check_dataset(*val, layout_, "validation data");
+  if (train.size() == 0) throw Error("training data is empty");
+  const int64_t per_epoch = (train.size() + cfg_.batch - 1) / cfg_.batch;
+  int64_t total = per_epoch * cfg_.epochs;
+  if (cfg_.max_steps > 0) total = std::min(total, cfg_.max_steps);
+  int64_t start_epoch = 0;
+  if (cfg_.resume) start_epoch = load_checkpoint();
+
+  std::unique_ptr<std::ofstream> log;
+  if (!cfg_.log_path.empty()) {
+    log = std::make_unique<std::ofstream>(cfg_.log_path, cfg_.resume ? std::ios::app : std::ios::trunc);
+    if (!*log) throw Error(cat(cfg_.log_path, ": cannot open the log for writing"));
+  }
+  const bool tty = cfg_.progress && ::isatty(STDERR_FILENO);
+  const auto t0 = Clock::now();
+  const int64_t first_step = step_;
+  int64_t samples_seen = 0;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+
+  for (int64_t epoch = start_epoch; epoch < cfg_.epochs && step_ < total; ++epoch) {
+    const int64_t skip = step_ - epoch * per_epoch;  // batches of this epoch already done (resume)
+    std::vector<int64_t> order = epoch_order(train.size(), cfg_.seed, epoch, cfg_.shuffle);
+    if (skip > 0) order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * cfg_.batch, order.size()));
+    BatchPrefetcher pf(train, layout_, order, cfg_.batch, false);
+    Batch b;
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    while (step_ < total && pf.next(b)) {
+      const double lr = scheduled_lr(cfg_.lr, cfg_.schedule, step_, total, per_epoch);
+      std::map<std::string, Tensor> feeds = state_;
+      feeds[tg_.data_input] = b.inputs;
+      if (!tg_.target.empty()) feeds[tg_.target] = b.targets;
+      feeds[tg_.lr] = Tensor::scalar<float>(static_cast<float>(lr));
+      feeds[tg_.step] = Tensor::scalar<int64_t>(step_ + 1);
+      feeds[tg_.seed] = cast_tensor(Tensor::scalar<float>(1.0f), tg_.graph.value_info.at(tg_.loss).dtype);
+      std::vector<std::string> fetch = {tg_.loss};
+      for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
+      auto out = exec_->run(feeds, fetch);
+      for (const auto& [name, next] : tg_.updates) state_[name] = out.at(next);
+      const double loss = out.at(tg_.loss).item_as_double();
+      if (!std::isfinite(loss))
+        throw Error(cat("the loss became ", loss, " at step ", step_ + 1,
+                        " (learning rate too high?)"));
+      ++step_;
+      ++epoch_steps;
+      epoch_loss += loss;
+      samples_seen += b.inputs.dim(0);
+      if (on_step) on_step(step_, loss);
+      const bool report = step_ % cfg_.log_every == 0 || step_ == total;
+      if (report) {
+        const double el = elapsed();
+        const double sps = samples_seen / std::max(el, 1e-9);
+        const double eta = (total - step_) * el / std::max<int64_t>(1, step_ - first_step);
+        if (log) {
+          nlohmann::json j = {{"step", step_}, {"epoch", epoch + 1}, {"loss", loss}, {"lr", lr},
+                              {"loss_scale", 1.0}, {"samples_per_s", sps}, {"elapsed_s", el}};
+          *log << j.dump() << "\n" << std::flush;
+        }
+        if (cfg_.progress) {
+          char line[256];
+          const int width = 24;
+          const int filled = static_cast<int>(width * step_ / std::max<int64_t>(1, total));
+          std::snprintf(line, sizeof line,
+                        "epoch %lld/%lld [%s%s] step %lld/%lld loss %.4f lr %.3g scale 1 "
+                        "%.0f samples/s ETA %s",
+                        static_cast<long long>(epoch + 1), static_cast<long long>(cfg_.epochs),
+                        std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                        static_cast<long long>(step_), static_cast<long long>(total), loss, lr, sps,
+                        fmt_time(eta).c_str());
+          if (tty) std::cerr << "\r" << line << std::flush;
+          else std::cout << line << "\n" << std::flush;
+        }
+      }
+    }
+    if (tty) std::cerr << "\n";
+    nlohmann::json ej = {{"epoch", epoch + 1}, {"step", step_},
+                         {"train_loss", epoch_steps ? epoch_loss / epoch_steps : 0.0},
+                         {"elapsed_s", elapsed()}, {"loss_scale", 1.0},
+                         {"samples_per_s", samples_seen / std::max(elapsed(), 1e-9)},
+                         {"lr", scheduled_lr(cfg_.lr, cfg_.schedule, std::max<int64_t>(0, step_ - 1), total, per_epoch)},
+                         {"loss", epoch_steps ? epoch_loss / epoch_steps : 0.0}};
+    if (val) {
+      EvalResult r = evaluate(*val);
+      ej["val_loss"] = r.loss;
+      if (r.accuracy >= 0) ej["val_accuracy"] = r.accuracy;
+      if (cfg_.progress) {
+        std::cout << "epoch " << epoch + 1 << ": train loss "
+                  << (epoch_steps ? epoch_loss / epoch_steps : 0.0) << ", val loss " << r.loss;
+        if (r.accuracy >= 0) std::cout << ", val accuracy " << 100.0 * r.accuracy << "%";
+        std::cout << "\n" << std::flush;
+      }
+    }
+    if (log) *log << ej.dump() << "\n" << std::flush;
+    save_checkpoint(epoch + (step_ % per_epoch == 0 ? 1 : 0));
+  }
+}
+
+}  // namespace oat::train

@@ -1,0 +1,92 @@
+// The trainer loop: batches → one run of the training graph (forward, loss, backward, optimizer
+// step) → state fed back; learning-rate schedule, metrics log, progress, validation at the end
+// of each epoch, checkpoints and resume.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/executor.h"
+#include "train/data/batches.h"
+#include "train/training_graph.h"
+
+namespace oat::train {
+
+struct ScheduleConfig {
+  std::string kind = "constant";  // constant | step | cosine
+  int64_t warmup_steps = 0;       // linear warm-up from lr/warmup to lr
+  int64_t step_size = 1;          // step: multiply by gamma every step_size epochs
+  double gamma = 0.1;
+  double min_lr = 0.0;            // cosine: the final learning rate
+};
+
+// lr at `step` (0-based) of `total` steps, with `steps_per_epoch` for the step schedule.
+double scheduled_lr(double base_lr, const ScheduleConfig& s, int64_t step, int64_t total,
+                    int64_t steps_per_epoch);
+
+struct TrainerConfig {
+  int64_t epochs = 1;
+  int64_t max_steps = 0;  // > 0: stop after this many steps in all
+  int64_t batch = 64;
+  double lr = 1e-3;
+  ScheduleConfig schedule;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int64_t log_every = 50;     // steps between log lines / progress updates
+  std::string log_path;       // JSON lines; "" = none
+  std::string checkpoint_dir; // "" = none; written at each epoch end and at the end
+  bool resume = false;        // continue from checkpoint_dir
+  bool progress = true;       // progress output at all
+  TrainingGraphOptions graph;
+};
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = -1.0;  // < 0 when not classification
+  int64_t samples = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const Graph& model, TrainerConfig config);
+  ~Trainer();
+
+  // Trains on `train`, validating on `val` (may be null) at the end of each epoch.
+  void fit(const Dataset& train, const Dataset* val);
+
+  // Loss and accuracy of the model with the current weights, in inference mode.
+  EvalResult evaluate(const Dataset& data) const;
+
+  // The trained parameters and BatchNorm statistics, by initializer name (for export).
+  std::map<std::string, Tensor> model_initializers() const;
+
+  const TrainingGraph& training_graph() const { return tg_; }
+  const BatchLayout& layout() const { return layout_; }
+  int64_t step() const { return step_; }
+  // Called after every step with (step, loss); for tests.
+  std::function<void(int64_t, double)> on_step;
+
+ private:
+  void save_checkpoint(int64_t epoch_done) const;
+  int64_t load_checkpoint();
+
+  const Graph& model_;
+  TrainerConfig cfg_;
+  TrainingGraph tg_;
+  BatchLayout layout_;
+  std::unique_ptr<Executor> exec_;
+  std::map<std::string, Tensor> state_;  // params, optimizer state, BN statistics
+  int64_t step_ = 0;
+};
+
+// Loss and accuracy of `model` with `weights` overriding its initializers, in inference mode.
+EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor>& weights,
+                          const Dataset& data, const BatchLayout& layout, LossKind loss,
+                          int64_t batch);
+
+// The batch layout a model implies for `loss` (its input's per-sample shape, target kind).
+BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output = "");
+
+}  // namespace oat::train

@@ -6,8 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
+#include <set>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/train_commands.h"
 #include "runtime/error.h"
 
 namespace oat::cli {
@@ -25,6 +28,16 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
+  // `train` is the default subcommand: `onnx-amp-train model.onnx ...` means
+  // `onnx-amp-train train model.onnx ...`.
+  static const std::set<std::string> kSubcommands = {"train", "infer", "inspect", "eval", "zoo"};
+  std::vector<char*> args(argv, argv + argc);
+  static char kTrain[] = "train";
+  if (argc > 1 && argv[1][0] != '-' && !kSubcommands.count(argv[1]))
+    args.insert(args.begin() + 1, kTrain);
+  argc = static_cast<int>(args.size());
+  argv = args.data();
+
   CLI::App app{"onnx-amp-train: train ONNX models with automatic mixed precision"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "onnx-amp-train 0.1.0");
@@ -53,6 +66,8 @@ int run_main(int argc, char** argv) {
   inspect_cmd->add_option("model", inspect.model, "ONNX model file")->required();
   inspect_cmd->add_flag("--json", inspect.json, "Print the report as JSON");
 
+  TrainCommands train_commands(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,6 +76,7 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (train_commands.selected()) return train_commands.run();
     if (*infer_cmd) return run_infer(infer);
     if (*inspect_cmd) return run_inspect(inspect);
   } catch (const std::bad_alloc&) {

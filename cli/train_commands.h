@@ -1,0 +1,75 @@
+// The training subcommands: `train` (the default: `onnx-amp-train MODEL ...`), `eval` and `zoo`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace oat::cli {
+
+struct DataOptions {
+  std::string data;  // IDX folder or a named dataset ("fashion-mnist")
+  std::string train_x, train_y, val_x, val_y;  // .npy pairs
+};
+
+struct TrainOptions {
+  std::string model;
+  DataOptions data;
+  int64_t epochs = 1, steps = 0, batch = 64;
+  double lr = 1e-3;
+  std::string optimizer = "adam";
+  double momentum = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+  std::string schedule = "constant";
+  int64_t warmup = 0, step_size = 1;
+  double gamma = 0.1, clip_norm = 0.0;
+  std::string loss = "cross-entropy";
+  uint64_t seed = 0;
+  bool no_shuffle = false;
+  int threads = 0;
+  std::string device = "cpu", precision = "fp32";
+  std::string out, log, checkpoint;
+  bool resume = false;
+  std::vector<std::string> freeze;
+  int64_t log_every = 50;
+};
+
+struct EvalOptions {
+  std::string model;
+  DataOptions data;
+  int64_t batch = 256;
+  std::string loss = "cross-entropy";
+  int threads = 0;
+};
+
+struct ZooOptions {
+  std::string name;
+  std::string out;
+  uint64_t seed = 0;
+};
+
+class TrainCommands {
+ public:
+  explicit TrainCommands(CLI::App& app);
+  bool selected() const;
+  int run();
+
+ private:
+  CLI::App* train_ = nullptr;
+  CLI::App* eval_ = nullptr;
+  CLI::App* zoo_ = nullptr;
+  TrainOptions t_;
+  EvalOptions e_;
+  ZooOptions z_;
+};
+
+int run_train(const TrainOptions& o);
+int run_eval(const EvalOptions& o);
+int run_zoo(const ZooOptions& o);
+
+// The default output path: MODEL.trained.onnx beside the input (MODEL.trained-2.onnx, ... if
+// that exists), never the input itself.
+std::string default_output_path(const std::string& model);
+
+}  // namespace oat::cli

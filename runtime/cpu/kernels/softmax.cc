@@ -25,24 +25,21 @@ void softmax_along(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, 
     for (int64_t o = 0; o < outer; ++o) {
       CMap xr(x + o * len, len);
       MMap yr(y + o * len, len);
-      Eigen::Index k = 0;
-      const T m = xr.maxCoeff(&k);
-      switch (kind) {
-        case SoftmaxKind::Softmax: {
-          yr = (xr - m).exp();
-          yr *= T(1) / yr.sum();
-          break;
-        }
-        case SoftmaxKind::LogSoftmax: {
-          // (x - m) is exact; subtracting m + log(s) as one rounded value would lose digits.
-          const T log_s = std::log((xr - m).exp().sum());
-          yr = (xr - m) - log_s;
-          break;
-        }
-        case SoftmaxKind::Hardmax:
-          yr.setZero();
-          yr[k] = T(1);
-          break;
+      if (kind == SoftmaxKind::Hardmax) {
+        Eigen::Index k = 0;
+        xr.maxCoeff(&k);  // the first maximum
+        yr.setZero();
+        yr[k] = T(1);
+        continue;
+      }
+      const T m = xr.maxCoeff();  // vectorised; the index variant is not
+      if (kind == SoftmaxKind::Softmax) {
+        yr = (xr - m).exp();
+        yr *= T(1) / yr.sum();
+      } else {
+        // (x - m) is exact; subtracting m + log(s) as one rounded value would lose digits.
+        const T log_s = std::log((xr - m).exp().sum());
+        yr = (xr - m) - log_s;
       }
     }
     return;

@@ -203,6 +203,11 @@ const std::vector<ConvCase>& conv_cases() {
       {"2d VALID", {2, 2, 7, 6}, 2, {3, 3}, 1, {2, 1}, {}, {}, "VALID"},
       {"2d many small images", {20, 4, 3, 3}, 5, {3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
       {"2d kernel > input, pads", {1, 2, 2, 3}, 2, {4, 4}, 1, {}, {2, 2, 2, 2}, {}, ""},
+      // 3x3 stride-1 convs with >= 16 channels take the Winograd path (conv_winograd.h).
+      {"winograd pads 1", {3, 16, 9, 7}, 16, {3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
+      {"winograd asymmetric pads", {2, 20, 8, 11}, 17, {3, 3}, 1, {}, {0, 2, 1, 0}, {}, ""},
+      {"winograd no pads no bias", {1, 16, 10, 6}, 24, {3, 3}, 1, {}, {}, {}, "", false},
+      {"winograd many images", {17, 16, 4, 5}, 16, {3, 3}, 1, {}, {}, {}, "SAME_UPPER"},
       {"1d", {3, 4, 17}, 6, {5}, 1, {2}, {2, 1}, {}, ""},
       {"1d groups dilated", {2, 4, 12}, 4, {3}, 2, {}, {1, 1}, {3}, ""},
       {"3d", {2, 3, 5, 6, 4}, 4, {3, 3, 2}, 1, {1, 2, 1}, {1, 1, 0, 1, 1, 1}, {}, ""},

@@ -18,9 +18,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <algorithm>
+#include <type_traits>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
+#include "runtime/cpu/kernels/conv_winograd.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -59,8 +61,10 @@ void depthwise(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t 
               const T* xr = xc + (iz * w.in[1] + iy) * w.in[2];
               T* yr = yp + (oz * OH + oy) * OW;
               if (w.stride[2] == 1) {
+#pragma omp simd
                 for (int64_t ox = x0; ox < x1; ++ox) yr[ox] += wv * xr[ox + off_x];
               } else {
+#pragma omp simd
                 for (int64_t ox = x0; ox < x1; ++ox) yr[ox] += wv * xr[ox * w.stride[2] + off_x];
               }
             }
@@ -72,10 +76,12 @@ void depthwise(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t 
 
 // How the GEMM's columns, (image, output position) pairs, are cut into tasks. A tile holds
 // `width` positions of one image (per_image > 0), or `images` whole images (small outputs).
-// The target keeps a tile's im2col block and output block, (K + Mg) x width floats, near 1 MiB
-// so both stay in cache between im2col, the GEMM and the bias; at least 64 wide so the packed
-// weights are reused enough; and there are about four tiles per thread, so that a thread the OS
-// slows down does not hold the others back.
+// The target width keeps a tile's im2col block and output block, (K + Mg) x width floats, near
+// 1 MiB so both stay in cache between im2col, the GEMM and the bias, but is at least 256: every
+// tile packs the whole of W_g again, which for the deep layers (W_g up to 512 x 4608) costs as
+// much as the product itself unless the tile is wide. Big images are cut into about four tiles
+// per thread (a thread that the OS slows down then holds the others back less); small ones are
+// grouped, down to one tile per thread.
 struct ColumnTiles {
   int64_t per_image = 0;  // tiles per image (single-image tiles), or 0
   int64_t width = 0;      // positions per single-image tile
@@ -84,18 +90,19 @@ struct ColumnTiles {
 };
 ColumnTiles column_tiles(int64_t N, int64_t P, int64_t K, int64_t Mg, int64_t groups,
                          int64_t threads) {
-  const int64_t target = std::clamp<int64_t>((int64_t{1} << 18) / (K + Mg), 64, 4096);
-  const int64_t want = threads > 1 ? (4 * threads + groups - 1) / groups : 1;  // tiles per group
+  const int64_t target = std::clamp<int64_t>((int64_t{1} << 18) / (K + Mg), 256, 4096);
   ColumnTiles t;
-  if (P >= target || N >= want * 2 || N == 1) {
+  if (2 * P >= target || N == 1) {
+    const int64_t want = (4 * threads + groups - 1) / groups;  // tiles per group
     t.per_image = (P + target - 1) / target;
-    if (N * t.per_image < want)  // few images: cut them finer, down to 32 positions
+    if (threads > 1 && N * t.per_image < want)  // few images: cut finer, down to 32 positions
       t.per_image = std::max(t.per_image, std::min((want + N - 1) / N, (P + 31) / 32));
     t.width = (P + t.per_image - 1) / t.per_image;
     t.per_image = (P + t.width - 1) / t.width;
     t.count = N * t.per_image;
   } else {
-    t.images = std::clamp<int64_t>(target / P, 1, std::max<int64_t>(1, N / want));
+    const int64_t want = (threads + groups - 1) / groups;
+    t.images = std::clamp<int64_t>(target / P, 1, std::max<int64_t>(1, (N + want - 1) / want));
     t.count = (N + t.images - 1) / t.images;
   }
   return t;
@@ -139,6 +146,9 @@ class ConvKernel : public OpKernel {
     T* y = Y.data<T>();
 
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise(x, wt, bias, y, N, C, M, w);
+    // Winograd's transforms lose accuracy in 16-bit types: float and double only.
+    if ((std::is_same_v<T, float> || std::is_same_v<T, double>)&&winograd_applies(w, G, C, M))
+      return conv_winograd(x, wt, bias, y, N, C, M, w, num_threads());
 
     const int64_t Cg = C / G, Mg = M / G, K = Cg * w.k_size(), P = w.out_size();
     const int64_t plane = w.in_size(), threads = num_threads();

@@ -80,6 +80,7 @@ void im2col(const T* x, int64_t channels, const Window3& w, int64_t p0, int64_t 
       if (w.stride[2] == 1) {
         std::copy(xc + row + u, xc + row + v, dst + base + u);
       } else {
+#pragma omp simd
         for (int64_t ox = u; ox < v; ++ox) dst[base + ox] = xc[row + ox * w.stride[2]];
       }
       std::fill(dst + base + v, dst + base + t, T(0));
@@ -111,6 +112,7 @@ void col2im(const T* col, int64_t channels, const Window3& w, T* y, bool paralle
           if (iy < 0 || iy >= w.in[1]) continue;
           const T* s = src + (oz * OH + oy) * OW;
           T* yr = yc + (iz * w.in[1] + iy) * w.in[2];
+#pragma omp simd  // distinct ox hit distinct outputs
           for (int64_t ox = x0; ox < x1; ++ox) yr[ox * w.stride[2] + off_x] += s[ox];
         }
       }

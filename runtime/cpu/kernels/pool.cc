@@ -86,6 +86,7 @@ void pool_rows(const T* x, T* y, int64_t planes, const Window3& w, bool count_in
             for (int64_t e = 0; e < w.k[2]; ++e) {
               const T* xr = xp + (iz * IH + iy) * IW;
               const int64_t off = e * w.dil[2] - w.pad[2];  // xr[ox·sx + off] for ox in range
+#pragma omp simd
               for (int64_t ox = xlo[e]; ox < xhi[e]; ++ox) {
                 const T v = xr[ox * sx + off];
                 if constexpr (kMax)

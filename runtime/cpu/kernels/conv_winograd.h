@@ -1,0 +1,181 @@
+// Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped 2-D convolutions — the bulk of a
+// ResNet's work — with 16 GEMMs of C-deep products instead of one 9C-deep one (2.25x fewer
+// multiplications; Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015).
+//
+// Each 2x2 output tile at (2·ty, 2·tx) reads the 4x4 input patch d starting at
+// (2·ty - pad_top, 2·tx - pad_left) (0 outside the input), and
+//   U[m, c] = G · g[m, c] · Gᵀ                   (4x4, per filter; g is the 3x3 kernel)
+//   V[c, t] = Bᵀ · d[c, t] · B                   (4x4, per channel and tile)
+//   Mx[ξ]   = U[ξ] (M x C) · V[ξ] (C x tiles)    for each of the 16 positions ξ of the 4x4
+//   Y[m, t] = Aᵀ · Mx[m, t] · A + bias[m]        (2x2)
+// with G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1], Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+// Aᵀ = [1 1 1 0; 0 1 -1 -1]. The transforms only add, subtract and halve, so the result differs
+// from the direct sum by rounding alone (a few ulps of the largest partial sums).
+//
+// Tiles are processed in blocks (over all images) whose V and Mx fit in cache; blocks run in
+// parallel with single-threaded GEMMs, or in turn with Eigen's threads when there are few.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/conv_im2col.h"
+
+namespace oat::cpu {
+
+#ifndef OAT_WINOGRAD_MAX_CM
+#define OAT_WINOGRAD_MAX_CM (256 * 256)
+#endif
+constexpr int64_t kWinogradMaxCM = OAT_WINOGRAD_MAX_CM;
+
+// Whether conv_winograd handles this conv, and pays off (thin products lose to im2col).
+inline bool winograd_applies(const Window3& w, int64_t group, int64_t C, int64_t M) {
+  return w.nd == 2 && w.k[1] == 3 && w.k[2] == 3 && w.stride[1] == 1 && w.stride[2] == 1 &&
+         w.dil[1] == 1 && w.dil[2] == 1 && group == 1 && C >= 16 && M >= 16 &&
+         C * M <= kWinogradMaxCM && w.out[1] >= 4 && w.out[2] >= 4;
+}
+
+// U: 16 matrices (M x C), U[ξ·M·C + m·C + c].
+template <class T>
+void winograd_filter_transform(const T* wt, int64_t M, int64_t C, T* U) {
+  const int64_t s = M * C;  // stride between ξ
+#pragma omp parallel for schedule(static) if (M * C > 4096)
+  for (int64_t m = 0; m < M; ++m) {
+    const T* wm = wt + m * C * 9;
+    T* um = U + m * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) {
+      const T* g = wm + c * 9;
+      T gg[4][3];  // G · g
+      for (int j = 0; j < 3; ++j) {
+        gg[0][j] = g[j];
+        gg[1][j] = (g[j] + g[3 + j] + g[6 + j]) * T(0.5);
+        gg[2][j] = (g[j] - g[3 + j] + g[6 + j]) * T(0.5);
+        gg[3][j] = g[6 + j];
+      }
+      for (int i = 0; i < 4; ++i) {  // (G · g) · Gᵀ
+        um[(i * 4 + 0) * s + c] = gg[i][0];
+        um[(i * 4 + 1) * s + c] = (gg[i][0] + gg[i][1] + gg[i][2]) * T(0.5);
+        um[(i * 4 + 2) * s + c] = (gg[i][0] - gg[i][1] + gg[i][2]) * T(0.5);
+        um[(i * 4 + 3) * s + c] = gg[i][2];
+      }
+    }
+  }
+}
+
+template <class T>
+void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
+                   const Window3& w, int64_t threads) {
+  const int64_t IH = w.in[1], IW = w.in[2], OH = w.out[1], OW = w.out[2];
+  const int64_t pt = w.pad[1], pl = w.pad[2];
+  const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
+  std::unique_ptr<T[]> U(new T[static_cast<size_t>(16 * M * C)]);
+  winograd_filter_transform(wt, M, C, U.get());
+
+  // Block width: V (16 x C x B) and Mx (16 x M x B) near 2 MiB of float, at least 64 tiles.
+  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024);
+  int64_t blocks = (tiles + B - 1) / B;
+  if (threads > 1 && blocks < 4 * threads) blocks = std::min(4 * threads, (tiles + 47) / 48);
+  B = (tiles + blocks - 1) / blocks;
+  blocks = (tiles + B - 1) / B;
+
+  // A run: the tiles tx in [tx0, tx1) of tile row ty of image n, at block column k0.
+  struct Run {
+    int64_t n, ty, tx0, tx1, k0;
+  };
+  auto block = [&](int64_t b, bool parallel_inside) {
+    const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
+    std::vector<Run> runs;
+    for (int64_t g = t0; g < t0 + nt;) {
+      const int64_t n = g / per_image, ty = (g % per_image) / TW, tx = g % TW;
+      const int64_t len = std::min(TW - tx, t0 + nt - g);
+      runs.push_back({n, ty, tx, tx + len, g - t0});
+      g += len;
+    }
+    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * C * nt));
+    T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * M * nt));
+    T* rows = thread_scratch<T, 2>(static_cast<size_t>(4 * (2 * TW + 2)));
+    const int64_t sv = C * nt;  // V stride between ξ
+    for (int64_t c = 0; c < C; ++c)
+      for (const Run& r : runs) {
+        // The 4 input rows under this tile row, zero-padded: row i, column 2·k + j holds
+        // x[2·ty - pt + i, 2·(tx0 + k) - pl + j].
+        const int64_t len = r.tx1 - r.tx0, width = 2 * len + 2, col0 = 2 * r.tx0 - pl;
+        const T* xc = x + (r.n * C + c) * IH * IW;
+        for (int i = 0; i < 4; ++i) {
+          T* row = rows + i * width;
+          const int64_t iy = 2 * r.ty - pt + i;
+          if (iy < 0 || iy >= IH) {
+            std::fill(row, row + width, T(0));
+            continue;
+          }
+          const int64_t lo = std::clamp<int64_t>(-col0, 0, width);
+          const int64_t hi = std::clamp<int64_t>(IW - col0, lo, width);
+          std::fill(row, row + lo, T(0));
+          std::copy(xc + iy * IW + col0 + lo, xc + iy * IW + col0 + hi, row + lo);
+          std::fill(row + hi, row + width, T(0));
+        }
+        const T *d0 = rows, *d1 = rows + width, *d2 = rows + 2 * width, *d3 = rows + 3 * width;
+        T* v = V + c * nt + r.k0;
+#pragma omp simd
+        for (int64_t k = 0; k < len; ++k) {
+          T q[4][4];  // Bᵀ d, column j of the patch at 2k + j
+          for (int j = 0; j < 4; ++j) {
+            const int64_t at = 2 * k + j;
+            q[0][j] = d0[at] - d2[at];
+            q[1][j] = d1[at] + d2[at];
+            q[2][j] = d2[at] - d1[at];
+            q[3][j] = d1[at] - d3[at];
+          }
+          for (int i = 0; i < 4; ++i) {  // (Bᵀ d) B
+            v[(i * 4 + 0) * sv + k] = q[i][0] - q[i][2];
+            v[(i * 4 + 1) * sv + k] = q[i][1] + q[i][2];
+            v[(i * 4 + 2) * sv + k] = q[i][2] - q[i][1];
+            v[(i * 4 + 3) * sv + k] = q[i][1] - q[i][3];
+          }
+        }
+      }
+    std::fill(Mx, Mx + 16 * M * nt, T(0));
+    for (int xi = 0; xi < 16; ++xi)
+      gemm_accumulate(U.get() + xi * M * C, C, V + xi * C * nt, nt, Mx + xi * M * nt, nt, M, nt, C);
+    (void)parallel_inside;
+    // Y = Aᵀ Mx A + bias, one run of tiles at a time through two output rows.
+    const int64_t sm = M * nt;  // Mx stride between ξ
+    T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));
+    for (int64_t m = 0; m < M; ++m) {
+      const T bm = bias ? bias[m] : T(0);
+      for (const Run& r : runs) {
+        const int64_t len = r.tx1 - r.tx0;
+        const T* q = Mx + m * nt + r.k0;
+        T *o0 = out, *o1 = out + 2 * len;
+#pragma omp simd
+        for (int64_t k = 0; k < len; ++k) {
+          T a[2][4];  // Aᵀ Mx
+          for (int j = 0; j < 4; ++j) {
+            a[0][j] = q[j * sm + k] + q[(4 + j) * sm + k] + q[(8 + j) * sm + k];
+            a[1][j] = q[(4 + j) * sm + k] - q[(8 + j) * sm + k] - q[(12 + j) * sm + k];
+          }
+          o0[2 * k] = a[0][0] + a[0][1] + a[0][2] + bm;
+          o0[2 * k + 1] = a[0][1] - a[0][2] - a[0][3] + bm;
+          o1[2 * k] = a[1][0] + a[1][1] + a[1][2] + bm;
+          o1[2 * k + 1] = a[1][1] - a[1][2] - a[1][3] + bm;
+        }
+        const int64_t ox0 = 2 * r.tx0, cols = std::min(2 * len, OW - ox0);
+        T* ym = y + (r.n * M + m) * OH * OW;
+        std::copy(o0, o0 + cols, ym + (2 * r.ty) * OW + ox0);
+        if (2 * r.ty + 1 < OH) std::copy(o1, o1 + cols, ym + (2 * r.ty + 1) * OW + ox0);
+      }
+    }
+  };
+  if (threads > 1 && blocks >= threads) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < blocks; ++b) block(b, false);
+  } else {
+    for (int64_t b = 0; b < blocks; ++b) block(b, true);
+  }
+}
+
+}  // namespace oat::cpu

@@ -3,6 +3,8 @@
 // types, Dropout in inference and in training mode (numpy-compatible mask, fixed seed).
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "tests/runtime/single_node.h"
@@ -55,6 +57,40 @@ TEST_CASE("Cast and CastLike") {
   Tensor like = run1("CastLike", 15, {}, {x, Tensor::scalar<int32_t>(0)});
   CHECK(like.dtype() == DType::I32);
   CHECK(ivec(like) == std::vector<int64_t>{-1, 0, 2, 0});
+}
+
+TEST_CASE("Cast between floating types rounds exactly as cast_tensor, bit for bit") {
+  // Every 16-bit pattern in the high half of a float (so all F16/BF16 rounding cases, NaN, Inf,
+  // subnormals), plus low-bit noise; 2^17 elements also take the multi-threaded path.
+  std::mt19937 gen(7);
+  const int64_t n = int64_t{1} << 17;
+  Tensor x(DType::F32, {n});
+  auto* bits = static_cast<uint32_t*>(x.raw_data());
+  for (int64_t i = 0; i < n; ++i)
+    bits[i] = (static_cast<uint32_t>(i & 0xffff) << 16) | (gen() & 0xffff);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    REQUIRE(a.dtype() == b.dtype());
+    REQUIRE(a.numel() == b.numel());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double u = a.item_as_double(i), v = b.item_as_double(i);
+      if (std::isnan(u) && std::isnan(v)) continue;
+      if (std::memcmp(static_cast<const char*>(a.raw_data()) + i * dtype_size(a.dtype()),
+                      static_cast<const char*>(b.raw_data()) + i * dtype_size(b.dtype()),
+                      dtype_size(a.dtype())) != 0)
+        ++bad;
+    }
+    return bad;
+  };
+  for (int to : {10, 16, 11}) {  // F16, BF16, F64
+    CAPTURE(to);
+    Tensor y = run1("Cast", 13, {{"to", attr_i(to)}}, {x});
+    CHECK(same(y, cast_tensor(x, y.dtype())) == 0);
+    Tensor back = run1("Cast", 13, {{"to", attr_i(1)}}, {y});
+    CHECK(same(back, cast_tensor(y, DType::F32)) == 0);
+    if (to == 11)
+      CHECK(same(run1("Cast", 13, {{"to", attr_i(10)}}, {y}), cast_tensor(y, DType::F16)) == 0);
+  }
 }
 
 TEST_CASE("Range: ceil((limit - start) / delta) elements, float and integer") {

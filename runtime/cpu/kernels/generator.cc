@@ -1,4 +1,5 @@
-// Generators and casts: Constant, ConstantOfShape, Cast, CastLike, Range, Dropout.
+// Generators: Constant, ConstantOfShape, Range, Dropout. Cast and CastLike are in cast.cc and
+// register from register_generator().
 //
 // Dropout's training mode draws its mask like the ONNX reference (numpy's legacy generator:
 // np.random.seed(seed); u = np.random.uniform(0, 1, X.shape)): MT19937 seeded with `seed`
@@ -15,47 +16,6 @@
 namespace oat::cpu {
 
 namespace {
-
-// ONNX TensorProto.DataType (Cast's 'to', integer from opset 6, a type name string before).
-DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
-  if (!a) throw Error(cat(n.describe(), ": missing attribute 'to'"));
-  if (a->kind == Attribute::Kind::String) {
-    static const std::pair<const char*, DType> names[] = {
-        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
-        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
-        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
-    for (const auto& [name, t] : names)
-      if (a->s == name) return t;
-    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
-                      cat(n.op_type, "(to=", a->s, ")"));
-  }
-  switch (a->i) {
-    case 1:
-      return DType::F32;
-    case 2:
-      return DType::U8;
-    case 3:
-      return DType::I8;
-    case 6:
-      return DType::I32;
-    case 7:
-      return DType::I64;
-    case 9:
-      return DType::Bool;
-    case 10:
-      return DType::F16;
-    case 11:
-      return DType::F64;
-    case 16:
-      return DType::BF16;
-    case 8:
-      throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
-    default:
-      break;
-  }
-  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
-                    cat(n.op_type, "(to=", a->i, ")"));
-}
 
 // Constant: the tensor named by exactly one of value, value_float(s), value_int(s).
 class ConstantKernel : public OpKernel {
@@ -115,22 +75,6 @@ class ConstantOfShapeKernel : public OpKernel {
  private:
   Tensor value_;
 };
-
-// Cast: Y = X converted to 'to' (oat::cast_tensor: float->int truncates, ->bool is x != 0,
-// ->F16/BF16 rounds to nearest even). Casting to the same dtype shares X's storage.
-class CastKernel : public OpKernel {
- public:
-  explicit CastKernel(const Node& n) : to_(dtype_from_onnx_code(n, n.attr("to"))) {}
-  void compute(KernelContext& ctx) override { ctx.set_output(0, cast_tensor(ctx.input(0), to_)); }
-
- private:
-  DType to_;
-};
-
-// CastLike: Cast to the dtype of input 1.
-void cast_like(KernelContext& ctx) {
-  ctx.set_output(0, cast_tensor(ctx.input(0), ctx.input(1).dtype()));
-}
 
 // Range: Y[i] = start + i * delta for i < max(ceil((limit - start) / delta), 0).
 template <class T>
@@ -227,14 +171,13 @@ void register_generator(KernelRegistry& r) {
   const Device cpu = Device::CPU;
   r.add(OpId::Constant, cpu, kAnyDType, kernel_factory<ConstantKernel>());
   r.add(OpId::ConstantOfShape, cpu, kAnyDType, kernel_factory<ConstantOfShapeKernel>());
-  r.add(OpId::Cast, cpu, kAnyDType, kernel_factory<CastKernel>());
-  r.add(OpId::CastLike, cpu, kAnyDType, function_kernel(cast_like));
   r.add(OpId::Range, cpu, DType::F32, function_kernel(range<float>));
   r.add(OpId::Range, cpu, DType::F64, function_kernel(range<double>));
   r.add(OpId::Range, cpu, DType::I64, function_kernel(range<int64_t>));
   r.add(OpId::Range, cpu, DType::I32, function_kernel(range<int32_t>));
   r.add(OpId::Dropout, cpu, DType::F32, kernel_factory<DropoutKernel<float>>());
   r.add(OpId::Dropout, cpu, DType::F64, kernel_factory<DropoutKernel<double>>());
+  register_cast(r);
 }
 
 }  // namespace oat::cpu

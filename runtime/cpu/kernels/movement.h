@@ -1,5 +1,5 @@
 // Helpers shared by the shape, data-movement and generator kernels (shape.cc, movement.cc,
-// transpose.cc, slice.cc, gather.cc, pad.cc, generator.cc).
+// transpose.cc, slice.cc, gather.cc, pad.cc, generator.cc, cast.cc).
 //
 // These kernels only move bytes, so they are written on an unsigned word of the element's size
 // (uint8/16/32/64) instead of the element type: every dtype, F16/BF16 included, takes one path.
@@ -21,6 +21,8 @@ void register_transpose(KernelRegistry& r);  // kernels/transpose.cc
 void register_slice(KernelRegistry& r);      // kernels/slice.cc: Slice
 void register_gather(KernelRegistry& r);     // kernels/gather.cc: Gather GatherElements
 void register_pad(KernelRegistry& r);        // kernels/pad.cc: Pad
+// Part of register_generator() (kernels/generator.cc).
+void register_cast(KernelRegistry& r);  // kernels/cast.cc: Cast CastLike
 
 // Copies below this many bytes stay on one thread: starting a parallel region costs more.
 constexpr int64_t kParallelBytes = int64_t{1} << 16;

@@ -1,0 +1,149 @@
+// Cast and CastLike: Y = X converted to 'to' (Cast) or to input 1's dtype (CastLike), with
+// oat::cast_tensor's semantics: float->int truncates toward zero, anything->bool is x != 0,
+// ->F16/BF16 rounds to nearest even, a cast to the same dtype shares X's storage.
+//
+// Casts between floating types are the ones mixed precision inserts at every F16/F32 boundary,
+// so they get their own loops, split over threads:
+//   F32 -> F16   F16C vcvtps2ph (round to nearest even, as Eigen::half(float))
+//   F16 -> F32   F16C vcvtph2ps (exact)
+//   F32 -> BF16  bits + 0x7fff + lsb, >> 16 (round to nearest even, as Eigen::bfloat16(float))
+//   BF16 -> F32  bits << 16 (exact)
+//   others       through float, as cast_tensor: To(float(x)), or static_cast for F32<->F64
+// They agree with cast_tensor bit for bit on every non-NaN value (NaN stays NaN; the payload may
+// differ), which generator_test.cc checks over all 16-bit high halves. Registered from
+// register_generator().
+#include <type_traits>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
+#include "runtime/cpu/kernels/movement.h"
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+namespace {
+
+// ONNX TensorProto.DataType (Cast's 'to', integer from opset 6, a type name string before).
+DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
+  if (!a) throw Error(cat(n.describe(), ": missing attribute 'to'"));
+  if (a->kind == Attribute::Kind::String) {
+    static const std::pair<const char*, DType> names[] = {
+        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
+        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
+        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
+    for (const auto& [name, t] : names)
+      if (a->s == name) return t;
+    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
+                      cat(n.op_type, "(to=", a->s, ")"));
+  }
+  switch (a->i) {
+    case 1:
+      return DType::F32;
+    case 2:
+      return DType::U8;
+    case 3:
+      return DType::I8;
+    case 6:
+      return DType::I32;
+    case 7:
+      return DType::I64;
+    case 9:
+      return DType::Bool;
+    case 10:
+      return DType::F16;
+    case 11:
+      return DType::F64;
+    case 16:
+      return DType::BF16;
+    case 8:
+      throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
+    default:
+      break;
+  }
+  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
+                    cat(n.op_type, "(to=", a->i, ")"));
+}
+
+bool is_float_type(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+}
+
+template <class From, class To>
+void convert(const From* src, To* dst, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Eigen::half>) {
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  } else if constexpr (std::is_same_v<From, Eigen::half> && std::is_same_v<To, float>) {
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Eigen::bfloat16>) {
+    const auto* s = reinterpret_cast<const uint32_t*>(src);
+    auto* d = reinterpret_cast<uint16_t*>(dst);
+    for (; i < n; ++i) {
+      const uint32_t u = s[i];
+      const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+      const uint16_t rounded = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      d[i] = nan ? static_cast<uint16_t>((u >> 16) | 0x40u) : rounded;
+    }
+  } else if constexpr (std::is_same_v<From, Eigen::bfloat16> && std::is_same_v<To, float>) {
+    const auto* s = reinterpret_cast<const uint16_t*>(src);
+    auto* d = reinterpret_cast<uint32_t*>(dst);
+    for (; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;
+  }
+  for (; i < n; ++i) {
+    if constexpr (std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>) {
+      dst[i] = To(static_cast<float>(src[i]));
+    } else {
+      dst[i] = static_cast<To>(src[i]);
+    }
+  }
+}
+
+Tensor cast_to(const Tensor& x, DType to) {
+  if (x.dtype() == to || !is_float_type(x.dtype()) || !is_float_type(to)) return cast_tensor(x, to);
+  Tensor y(to, x.shape());
+  const int64_t n = x.numel();
+  dispatch_dtype(x.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_dtype(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      if constexpr (!std::is_integral_v<From> && !std::is_integral_v<To>) {  // bool is integral
+        const From* src = x.data<From>();
+        To* dst = y.data<To>();
+        parallel_chunks(n, n * static_cast<int64_t>(sizeof(To)) >= kParallelBytes,
+                        [&](int64_t b, int64_t e) { convert(src + b, dst + b, e - b); });
+      }
+    });
+  });
+  return y;
+}
+
+class CastKernel : public OpKernel {
+ public:
+  explicit CastKernel(const Node& n) : to_(dtype_from_onnx_code(n, n.attr("to"))) {}
+  void compute(KernelContext& ctx) override { ctx.set_output(0, cast_to(ctx.input(0), to_)); }
+
+ private:
+  DType to_;
+};
+
+void cast_like(KernelContext& ctx) {
+  ctx.set_output(0, cast_to(ctx.input(0), ctx.input(1).dtype()));
+}
+
+}  // namespace
+
+void register_cast(KernelRegistry& r) {
+  r.add(OpId::Cast, Device::CPU, kAnyDType, kernel_factory<CastKernel>());
+  r.add(OpId::CastLike, Device::CPU, kAnyDType, function_kernel(cast_like));
+}
+
+}  // namespace oat::cpu

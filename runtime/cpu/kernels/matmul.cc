@@ -4,6 +4,10 @@
 // GEMM runs multithreaded with OpenMP (oat::set_num_threads sets its thread count). Transposed
 // operands are expressed as .transpose() of a Map, which Eigen's GEMM reads in place.
 // F16/BF16 (a later issue) take the same path with FP32 accumulation: see gemm() below.
+// GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
+// GEMM packing (GCC bug 105593); it must be silenced before the first include.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <type_traits>
 

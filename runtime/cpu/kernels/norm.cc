@@ -5,6 +5,10 @@
 // accumulation type Acc: double for BatchNorm/InstanceNorm statistics over whole channels, float
 // (double for F64 tensors) for LayerNorm rows. Variances are population variances (divide by n),
 // as ONNX defines them.
+// GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
+// packet sqrt/reductions (GCC bug 105593); it must be silenced before the first include.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <cmath>
 #include <type_traits>

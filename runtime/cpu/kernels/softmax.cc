@@ -3,6 +3,10 @@
 // Axis semantics by opset: before 13 the input is coerced to 2-D [prod(shape[:axis]),
 // prod(shape[axis:])] (default axis 1) and the op runs along the second dimension; from 13 it
 // runs along the single dimension `axis` (default -1).
+// GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
+// packet exp/log (GCC bug 105593); it must be silenced before the first include.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "runtime/cpu/kernels/softmax.h"
 
 #include <Eigen/Core>

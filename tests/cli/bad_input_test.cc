@@ -178,17 +178,22 @@ TEST_CASE("an output folder that cannot be written") {
 
 TEST_CASE("--help works on every subcommand; a bad command line is one error line") {
   TempDir dir;
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"--help"}, {"infer", "--help"}, {"inspect", "--help"}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"},
+                                        {"infer", "--help"},
+                                        {"inspect", "--help"},
+                                        {"train", "--help"},
+                                        {"eval", "--help"},
+                                        {"zoo", "--help"}}) {
     CliResult r = run_cli(args, dir);
     CAPTURE(args[0]);
     CHECK(r.status == 0);
     CHECK(r.out.find("Usage") != std::string::npos);
+    CHECK(r.err.empty());
   }
   CHECK(run_cli({"infer", "--help"}, dir).out.find("--output-dir") != std::string::npos);
   CHECK(run_cli({"--version"}, dir).status == 0);
   for (std::vector<std::string> args : {std::vector<std::string>{},
-                                        {"frobnicate"},
+                                        {"--frobnicate"},
                                         {"infer", "m.onnx"},
                                         {"inspect", "--bogus", "m.onnx"}}) {
     CliResult r = run_cli(args, dir);
@@ -197,4 +202,9 @@ TEST_CASE("--help works on every subcommand; a bad command line is one error lin
     REQUIRE(r.err_lines().size() == 1);
     CHECK(r.err_lines()[0].rfind("error: ", 0) == 0);
   }
+  // A first word that is no subcommand is a model for the default `train`: a missing file.
+  CliResult r = run_cli({"frobnicate"}, dir);
+  CHECK(r.status == 1);
+  REQUIRE(r.err_lines().size() == 1);
+  CHECK(r.err_lines()[0].find("frobnicate") != std::string::npos);
 }

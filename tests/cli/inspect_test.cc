@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
+#include "onnx_loader/tensor_io.h"
 
+using namespace oat;
 using namespace oat_test;
 
 namespace {
@@ -112,6 +114,15 @@ TEST_CASE("inspect of a fully supported model, and of an opset-18 model") {
   nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["opsets"]["ai.onnx"] == 18);
   REQUIRE(j["warnings"].size() == 1);
+  CHECK(j["unsupported"].empty());
+  // ...and it runs through infer, with a batch other than the declared one.
+  onnx_loader::write_npy(Tensor::from_vector<float>({1, 6}, {1, 2, 3, 4, 5, 6}), dir / "x.npy");
+  r = run_cli({"infer", dir / "op18.onnx", "-i", dir / "x.npy", "-o", dir / "out"}, dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  auto m = onnx_loader::read_tensor_pb(dir / "out/output_0.pb");
+  CHECK(m.name == "m");
+  CHECK(m.tensor.to_float_vector() == std::vector<float>{3.5f});
 }
 
 TEST_CASE("inspect of a bad file is one error line") {

@@ -4,6 +4,7 @@
 
 #include "onnx_loader/model.h"
 #include "onnx_loader/model_builder.h"
+#include "runtime/executor.h"
 
 using namespace oat;
 using namespace oat_test;
@@ -300,6 +301,19 @@ TEST_CASE("opset 18 models load: shape inference skipped with a warning") {
   CHECK(mean.opset == 18);
   CHECK(mean.inputs == std::vector<std::string>{"x", "axes"});
   CHECK(node_named(m.graph, "split").inputs == std::vector<std::string>{"x", "split"});
+
+  // And they run, with shapes from the actual tensors (a batch of 3, not the declared 2).
+  Executor exec(m.graph);
+  Tensor x(DType::F32, {3, 6});
+  for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = static_cast<float>(i);
+  auto out = exec.run({{"x", x}});
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].shape() == Shape{3, 1});
+  CHECK(out[0].to_float_vector() == std::vector<float>{2.5f, 8.5f, 14.5f});
+  CHECK(out[1].shape() == Shape{3, 2});
+  CHECK(out[1].to_float_vector() == std::vector<float>{0, 1, 6, 7, 12, 13});
+  CHECK(out[2].shape() == Shape{3, 4});
+  CHECK(out[2].to_float_vector() == std::vector<float>{2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17});
 }
 
 TEST_CASE("files that are not ONNX models") {

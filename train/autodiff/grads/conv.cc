@@ -1,8 +1,79 @@
-// TODO(training issue): this family's gradient builders are not written yet.
+// Gradients of convolution and pooling. Each is one dedicated gradient op that takes the forward
+// node's attributes (the window geometry) and recomputes what it needs; the math is in the
+// kernels' header comments (runtime/cpu/kernels/grad_conv.cc, grad_conv_transpose.cc,
+// grad_pool.cc).
 #include "train/autodiff/register.h"
 
 namespace oat::train {
 
-void register_conv_gradients(GradientRegistry& /*r*/) {}
+namespace {
+
+using G = GradientContext;
+using Attrs = std::map<std::string, Attribute>;
+
+// The window attributes every windowed op shares, plus `extra`, copied from the forward node.
+Attrs window_attrs(const Node& n, std::initializer_list<const char*> extra = {}) {
+  Attrs a;
+  for (const char* k : {"kernel_shape", "strides", "pads", "dilations", "auto_pad"})
+    if (const Attribute* v = n.attr(k)) a[k] = *v;
+  for (const char* k : extra)
+    if (const Attribute* v = n.attr(k)) a[k] = *v;
+  return a;
+}
+
+// One multi-output gradient op (dX, dW, dB) = op(dY, X, W), computing only the wanted outputs.
+void conv_like_grad(G& c, const char* op, std::initializer_list<const char*> extra) {
+  const std::vector<bool> wanted = {c.needs_GI(0), c.needs_GI(1), c.needs_GI(2)};
+  auto outs =
+      c.emit_grad_op_outputs(op, {c.GO(0), c.I(0), c.I(1)}, window_attrs(c.node(), extra), wanted);
+  for (int i = 0; i < 3; ++i)
+    if (wanted[i]) c.set_GI(i, outs[i]);
+}
+
+// Conv:  (dX, dW, dB) = ConvGrad(dY, X, W)
+//   dX_ng = col2im(W_gᵀ · dY_ng),  dW_g = Σ_n dY_ng · im2col(X_ng)ᵀ,  dB = Σ_{n, o} dY
+void conv_grad(G& c) { conv_like_grad(c, "ConvGrad", {"group"}); }
+
+// ConvTranspose:  (dX, dW, dB) = ConvTransposeGrad(dY, X, W)
+//   col = im2col(dY_ng),  dX_ng = W_g · col,  dW_g = Σ_n X_ng · colᵀ,  dB = Σ_{n, o} dY
+void conv_transpose_grad(G& c) {
+  conv_like_grad(c, "ConvTransposeGrad", {"group", "output_padding", "output_shape"});
+}
+
+// MaxPool:  dX = MaxPoolGrad(dY, X):  dX[argmax of window o] += dY[o]  (first maximum on ties).
+// The Indices output is an integer and carries no gradient.
+void max_pool_grad(G& c) {
+  if (c.GO(0).empty()) return;
+  c.set_GI(0,
+           c.emit_grad_op("MaxPoolGrad", {c.GO(0), c.I(0)}, window_attrs(c.node(), {"ceil_mode"})));
+}
+
+// AveragePool:  dX = AveragePoolGrad(dY, shape(X)):  dX[t] += dY[o] / count_o for each tap t of
+// window o inside the input (count_o as the forward divides by).
+void average_pool_grad(G& c) {
+  c.set_GI(0, c.emit_grad_op("AveragePoolGrad", {c.GO(0), c.shape_of(c.I(0))},
+                             window_attrs(c.node(), {"ceil_mode", "count_include_pad"})));
+}
+
+// GlobalAveragePool:  dX[n, c, ...] = dY[n, c] / (number of positions)
+void global_average_pool_grad(G& c) {
+  c.set_GI(0, c.emit_grad_op("GlobalAveragePoolGrad", {c.GO(0), c.shape_of(c.I(0))}));
+}
+
+// GlobalMaxPool:  dX[n, c, ...] = dY[n, c] at the plane's first maximum, 0 elsewhere
+void global_max_pool_grad(G& c) {
+  c.set_GI(0, c.emit_grad_op("GlobalMaxPoolGrad", {c.GO(0), c.I(0)}));
+}
+
+}  // namespace
+
+void register_conv_gradients(GradientRegistry& r) {
+  r.add(OpId::Conv, {conv_grad, {}});
+  r.add(OpId::ConvTranspose, {conv_transpose_grad, {}});
+  r.add(OpId::MaxPool, {max_pool_grad, {}});
+  r.add(OpId::AveragePool, {average_pool_grad, {}});
+  r.add(OpId::GlobalAveragePool, {global_average_pool_grad, {}});
+  r.add(OpId::GlobalMaxPool, {global_max_pool_grad, {}});
+}
 
 }  // namespace oat::train

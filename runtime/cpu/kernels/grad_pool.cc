@@ -1,0 +1,211 @@
+// Gradients of the pools (pool.cc), internal domain. The windowed ones carry the forward node's
+// attributes (kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, count_include_pad);
+// window o reads the input at t_j = o·stride - pad_begin + j·dilation along each axis.
+//
+//   MaxPoolGrad(dY, X) -> dX             dX[argmax_o] += dY[o], argmax_o recomputed from X: the
+//                                        first maximum in window order (PyTorch's tie rule);
+//                                        padding never wins
+//   AveragePoolGrad(dY, shape(X)) -> dX  dX[t] += dY[o] / count_o for every tap t of window o
+//                                        inside the input; count_o as the forward divides by
+//                                        (count_include_pad: taps inside the padded input)
+//   GlobalAveragePoolGrad(dY, shape(X))  dX[n, c, i] = dY[n, c] / (number of positions)
+//   GlobalMaxPoolGrad(dY, X) -> dX       dX[n, c, i] = dY[n, c] at the first maximum of the
+//                                        plane, 0 elsewhere
+// Planes (n, c) are independent and spread over threads.
+#include <algorithm>
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+namespace {
+
+// The taps j in [lo, hi) of window o that fall inside the input along slot s, and `padded`, the
+// number of taps inside [-pad_begin, in + pad_end): pool.cc's rule, repeated here.
+struct TapRange {
+  int64_t lo, hi, padded;
+};
+std::vector<TapRange> tap_ranges(const Window3& w, int s) {
+  std::vector<TapRange> r(static_cast<size_t>(w.out[s]));
+  for (int64_t o = 0; o < w.out[s]; ++o) {
+    const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
+    auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
+      return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
+    };
+    const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
+    r[o] = {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
+  }
+  return r;
+}
+
+// The forward input's shape: input 1 is X itself (MaxPool) or its Shape (AveragePool).
+Shape x_shape_of(const KernelContext& ctx, bool is_shape) {
+  const Tensor& t = ctx.input(1);
+  return is_shape ? Shape(t.to_int_vector()) : t.shape();
+}
+
+// Checks dY against the pool output of X's shape and allocates dX.
+template <class T>
+T* pool_grad_output(KernelContext& ctx, const Shape& xs, const Shape& out_spatial) {
+  const Tensor& dY = ctx.input(0);
+  Shape ys = {xs[0], xs[1]};
+  for (int64_t d : out_spatial) ys.push_back(d);
+  if (dY.shape() != ys)
+    ctx.fail(cat("dY ", shape_str(dY.shape()), " does not match the pool output ", shape_str(ys),
+                 " of X ", shape_str(xs)));
+  return ctx.allocate_output(0, dY.dtype(), xs).data<T>();
+}
+
+Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Shape& xs) {
+  if (attrs.kernel_shape.empty()) ctx.fail("the kernel_shape attribute is required");
+  if (xs.size() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(xs)));
+  return forward_window(ctx, attrs, xs, attrs.kernel_shape);
+}
+
+template <class T>
+class MaxPoolGradKernel : public OpKernel {
+ public:
+  explicit MaxPoolGradKernel(const Node& node) : attrs_(parse_window_attrs(node)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& X = ctx.input(1);
+    if (X.dtype() != ctx.input(0).dtype())
+      ctx.fail(
+          cat("dY is ", dtype_name(ctx.input(0).dtype()), " but X is ", dtype_name(X.dtype())));
+    const Window3 w = pool_window(ctx, attrs_, X.shape());
+    T* dx = pool_grad_output<T>(ctx, X.shape(), w.out_shape());
+    const T* dy = ctx.input(0).data<T>();
+    const T* x = X.data<T>();
+    const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1), tx = tap_ranges(w, 2);
+    const int64_t IH = w.in[1], IW = w.in[2], plane = w.in_size(), P = w.out_size();
+    const int64_t planes = X.dim(0) * X.dim(1);
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      const T* xp = x + nc * plane;
+      T* dxp = dx + nc * plane;
+      std::fill(dxp, dxp + plane, T(0));
+      int64_t o = nc * P;
+      for (int64_t oz = 0; oz < w.out[0]; ++oz)
+        for (int64_t oy = 0; oy < w.out[1]; ++oy)
+          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
+            T best = T(0);
+            int64_t at = -1;
+            for (int64_t a = tz[oz].lo; a < tz[oz].hi; ++a) {
+              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+              for (int64_t b = ty[oy].lo; b < ty[oy].hi; ++b) {
+                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW +
+                                    ox * w.stride[2] - w.pad[2];
+                for (int64_t e = tx[ox].lo; e < tx[ox].hi; ++e) {
+                  const int64_t i = row + e * w.dil[2];
+                  if (at < 0 || xp[i] > best) {
+                    best = xp[i];
+                    at = i;
+                  }
+                }
+              }
+            }
+            if (at >= 0) dxp[at] += dy[o];
+          }
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+template <class T>
+class AveragePoolGradKernel : public OpKernel {
+ public:
+  explicit AveragePoolGradKernel(const Node& node)
+      : attrs_(parse_window_attrs(node)),
+        count_include_pad_(node.attr_int("count_include_pad", 0) != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Shape xs = x_shape_of(ctx, true);
+    const Window3 w = pool_window(ctx, attrs_, xs);
+    T* dx = pool_grad_output<T>(ctx, xs, w.out_shape());
+    const T* dy = ctx.input(0).data<T>();
+    const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1), tx = tap_ranges(w, 2);
+    const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2], sx = w.stride[2];
+    std::vector<int64_t> xlo(w.k[2]), xhi(w.k[2]);
+    for (int64_t e = 0; e < w.k[2]; ++e)
+      valid_range(e * w.dil[2] - w.pad[2], sx, IW, OW, &xlo[e], &xhi[e]);
+    const int64_t plane = w.in_size(), P = w.out_size(), planes = xs[0] * xs[1];
+#pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
+    for (int64_t nc = 0; nc < planes; ++nc) {
+      T* dxp = dx + nc * plane;
+      std::fill(dxp, dxp + plane, T(0));
+      std::vector<T> g(static_cast<size_t>(OW));  // dY[o] / count_o along one output row
+      for (int64_t oz = 0; oz < w.out[0]; ++oz)
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          const T* dyr = dy + nc * P + (oz * OH + oy) * OW;
+          const TapRange &rz = tz[oz], &ry = ty[oy];
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            const int64_t count = count_include_pad_
+                                      ? rz.padded * ry.padded * tx[ox].padded
+                                      : (rz.hi - rz.lo) * (ry.hi - ry.lo) * (tx[ox].hi - tx[ox].lo);
+            g[ox] = count > 0 ? dyr[ox] / static_cast<T>(count) : T(0);
+          }
+          for (int64_t a = rz.lo; a < rz.hi; ++a)
+            for (int64_t b = ry.lo; b < ry.hi; ++b) {
+              const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+              const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+              const int64_t row = (iz * IH + iy) * IW - w.pad[2];
+              for (int64_t e = 0; e < w.k[2]; ++e) {
+                const int64_t off = row + e * w.dil[2];  // dxp[off + ox·sx], ox in [xlo, xhi)
+                for (int64_t ox = xlo[e]; ox < xhi[e]; ++ox) dxp[off + ox * sx] += g[ox];
+              }
+            }
+        }
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+  bool count_include_pad_;
+};
+
+// GlobalAveragePoolGrad (kMax = false) and GlobalMaxPoolGrad (kMax = true).
+template <class T, bool kMax>
+void global_pool_grad(KernelContext& ctx) {
+  const Tensor& dY = ctx.input(0);
+  const Shape xs = x_shape_of(ctx, !kMax);
+  if (kMax && ctx.input(1).dtype() != dY.dtype())
+    ctx.fail(cat("dY is ", dtype_name(dY.dtype()), " but X is ", dtype_name(ctx.input(1).dtype())));
+  if (xs.size() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(xs)));
+  T* dx = pool_grad_output<T>(ctx, xs, Shape(xs.size() - 2, 1));
+  const int64_t planes = xs[0] * xs[1], plane = numel(xs) / std::max<int64_t>(planes, 1);
+  const T* dy = dY.data<T>();
+  const T* x = kMax ? ctx.input(1).data<T>() : nullptr;
+#pragma omp parallel for schedule(static) if (planes * plane > (1 << 16))
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    T* dxp = dx + nc * plane;
+    if constexpr (kMax) {
+      std::fill(dxp, dxp + plane, T(0));
+      const T* xp = x + nc * plane;
+      if (plane > 0) dxp[std::max_element(xp, xp + plane) - xp] = dy[nc];  // first maximum
+    } else {
+      std::fill(dxp, dxp + plane, dy[nc] / static_cast<T>(plane));
+    }
+  }
+}
+
+}  // namespace
+
+void register_grad_pool(KernelRegistry& r) {
+  const Device cpu = Device::CPU;
+  r.add(OpId::MaxPoolGrad, cpu, DType::F32, kernel_factory<MaxPoolGradKernel<float>>());
+  r.add(OpId::MaxPoolGrad, cpu, DType::F64, kernel_factory<MaxPoolGradKernel<double>>());
+  r.add(OpId::AveragePoolGrad, cpu, DType::F32, kernel_factory<AveragePoolGradKernel<float>>());
+  r.add(OpId::AveragePoolGrad, cpu, DType::F64, kernel_factory<AveragePoolGradKernel<double>>());
+  r.add(OpId::GlobalAveragePoolGrad, cpu, DType::F32,
+        function_kernel(global_pool_grad<float, false>));
+  r.add(OpId::GlobalAveragePoolGrad, cpu, DType::F64,
+        function_kernel(global_pool_grad<double, false>));
+  r.add(OpId::GlobalMaxPoolGrad, cpu, DType::F32, function_kernel(global_pool_grad<float, true>));
+  r.add(OpId::GlobalMaxPoolGrad, cpu, DType::F64, function_kernel(global_pool_grad<double, true>));
+}
+
+}  // namespace oat::cpu

@@ -1,0 +1,168 @@
+// Gradients of the pools: double-precision finite-difference checks (random inputs have no ties,
+// so MaxPool's argmax is stable under the step) and MaxPool's tie rule on a hand-made case.
+#include "grad_check.h"
+
+using namespace oat;
+using oat::test::GradCheckCase;
+using oat::test::GradCheckInput;
+
+namespace {
+
+Attribute ints(std::vector<int64_t> v) { return train::GradientContext::attr_ints(std::move(v)); }
+Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }
+Attribute str(const std::string& s) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = s;
+  return a;
+}
+
+GradCheckCase pool(const std::string& op, Shape x, std::map<std::string, Attribute> attrs = {}) {
+  GradCheckCase c;
+  c.op = op;
+  c.attrs = std::move(attrs);
+  GradCheckInput i;
+  i.shape = std::move(x);
+  c.inputs = {i};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("gradients: MaxPool") {
+  SUBCASE("2x2 stride 2") {
+    test::check_gradients(
+        pool("MaxPool", {2, 3, 6, 6}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}}));
+  }
+  SUBCASE("3x3 stride 2 pads 1: overlapping windows add up") {
+    test::check_gradients(pool(
+        "MaxPool", {1, 2, 7, 7},
+        {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}));
+  }
+  SUBCASE("ceil_mode, dilations, asymmetric pads") {
+    test::check_gradients(pool("MaxPool", {2, 2, 7, 6},
+                               {{"kernel_shape", ints({2, 3})},
+                                {"strides", ints({2, 2})},
+                                {"dilations", ints({2, 1})},
+                                {"pads", ints({0, 1, 1, 0})},
+                                {"ceil_mode", int1(1)}}));
+  }
+  SUBCASE("auto_pad SAME_UPPER") {
+    test::check_gradients(pool("MaxPool", {1, 2, 5, 5},
+                               {{"kernel_shape", ints({3, 3})},
+                                {"strides", ints({2, 2})},
+                                {"auto_pad", str("SAME_UPPER")}}));
+  }
+  SUBCASE("1-D and 3-D") {
+    test::check_gradients(
+        pool("MaxPool", {2, 3, 9},
+             {{"kernel_shape", ints({3})}, {"strides", ints({2})}, {"pads", ints({1, 1})}}));
+    test::check_gradients(pool("MaxPool", {1, 2, 4, 5, 4},
+                               {{"kernel_shape", ints({2, 2, 2})}, {"strides", ints({2, 1, 2})}}));
+  }
+  SUBCASE("with the Indices output") {
+    GradCheckCase c = pool("MaxPool", {2, 2, 4, 4}, {{"kernel_shape", ints({2, 2})}});
+    c.num_outputs = 2;
+    test::check_gradients(c);
+  }
+}
+
+TEST_CASE("gradients: AveragePool") {
+  SUBCASE("2x2 stride 2") {
+    test::check_gradients(pool("AveragePool", {2, 3, 6, 6},
+                               {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}}));
+  }
+  SUBCASE("pads, with and without count_include_pad") {
+    for (int64_t include : {0, 1})
+      test::check_gradients(pool("AveragePool", {1, 2, 5, 6},
+                                 {{"kernel_shape", ints({3, 3})},
+                                  {"strides", ints({2, 1})},
+                                  {"pads", ints({1, 1, 1, 0})},
+                                  {"count_include_pad", int1(include)}}));
+  }
+  SUBCASE("ceil_mode windows past the end padding") {
+    for (int64_t include : {0, 1})
+      test::check_gradients(pool("AveragePool", {1, 2, 6, 6},
+                                 {{"kernel_shape", ints({3, 3})},
+                                  {"strides", ints({2, 2})},
+                                  {"pads", ints({1, 1, 1, 1})},
+                                  {"ceil_mode", int1(1)},
+                                  {"count_include_pad", int1(include)}}));
+  }
+  SUBCASE("auto_pad SAME_LOWER") {
+    test::check_gradients(pool("AveragePool", {1, 2, 5, 4},
+                               {{"kernel_shape", ints({2, 3})},
+                                {"strides", ints({2, 2})},
+                                {"auto_pad", str("SAME_LOWER")}}));
+  }
+  SUBCASE("dilations (opset 19)") {
+    GradCheckCase c = pool("AveragePool", {1, 2, 7, 7},
+                           {{"kernel_shape", ints({2, 2})}, {"dilations", ints({2, 3})}});
+    c.opset = 19;
+    test::check_gradients(c);
+  }
+  SUBCASE("1-D and 3-D") {
+    test::check_gradients(
+        pool("AveragePool", {2, 3, 8}, {{"kernel_shape", ints({3})}, {"pads", ints({1, 1})}}));
+    test::check_gradients(pool("AveragePool", {1, 2, 4, 4, 5},
+                               {{"kernel_shape", ints({2, 2, 3})}, {"strides", ints({2, 2, 1})}}));
+  }
+}
+
+TEST_CASE("gradients: GlobalAveragePool and GlobalMaxPool") {
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SUBCASE(op) {
+      test::check_gradients(pool(op, {2, 3, 4, 5}));
+      test::check_gradients(pool(op, {2, 2, 7}));
+      test::check_gradients(pool(op, {1, 2, 2, 3, 2}));
+    }
+  }
+}
+
+namespace {
+
+// dX of loss = ReduceSum(op(X)) through the autodiff graph.
+Tensor pool_input_grad(const std::string& op, const Tensor& x,
+                       std::map<std::string, Attribute> attrs) {
+  Graph g;
+  g.opsets[""] = 17;
+  Node p;
+  p.name = "pool";
+  p.op_type = op;
+  p.op = op_from_name(op);
+  p.opset = 17;
+  p.attrs = std::move(attrs);
+  p.inputs = {"x"};
+  p.outputs = {"y"};
+  Node s;
+  s.name = "sum";
+  s.op_type = "ReduceSum";
+  s.op = OpId::ReduceSum;
+  s.opset = 17;
+  s.attrs["keepdims"] = int1(0);
+  s.inputs = {"y"};
+  s.outputs = {"loss"};
+  g.nodes = {p, s};
+  ValueInfo vi;
+  vi.name = "x";
+  vi.dtype = x.dtype();
+  g.inputs.push_back(vi);
+  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
+  Executor exec(g);
+  return exec.run({{"x", x}, {bw.seed, Tensor::scalar<float>(1.0f)}}, {bw.grads.at("x")})
+      .at(bw.grads.at("x"));
+}
+
+}  // namespace
+
+TEST_CASE("MaxPool and GlobalMaxPool gradients go to the first maximum on ties (PyTorch's rule)") {
+  // Every 2x2 window (stride 1) of a constant 3x3 plane ties: each sends its gradient to its
+  // top-left element.
+  Tensor x = Tensor::from_vector<float>({1, 1, 3, 3}, std::vector<float>(9, 2.0f));
+  Tensor dx = pool_input_grad("MaxPool", x, {{"kernel_shape", ints({2, 2})}});
+  CHECK(dx.to_float_vector() == std::vector<float>{1, 1, 0, 1, 1, 0, 0, 0, 0});
+  // Global: the first of the two maxima.
+  Tensor y = Tensor::from_vector<float>({1, 2, 2, 2}, {0, 3, 1, 3, 5, 5, 5, 1});
+  Tensor dy = pool_input_grad("GlobalMaxPool", y, {});
+  CHECK(dy.to_float_vector() == std::vector<float>{0, 1, 0, 0, 1, 0, 0, 0});
+}

@@ -116,7 +116,7 @@ struct SoftsignOp {
   explicit SoftsignOp(const Node&) {}
   template <class T>
   T operator()(T x) const {
-    return x / (T(1) + std::abs(x));
+    return x / (T(1) + static_cast<T>(std::abs(x)));
   }
 };
 struct ThresholdedReluOp {

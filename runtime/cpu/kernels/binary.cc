@@ -85,10 +85,12 @@ void div_kernel(KernelContext& ctx) {
 
 template <class T>
 T mod_value(T a, T b, bool fmod) {
-  if constexpr (std::is_floating_point_v<T>) {
-    T r = std::fmod(a, b);
-    if (!fmod && r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
-    return r;
+  if constexpr (kIsFloat<T>) {
+    using C = ComputeType<T>;
+    const C x = static_cast<C>(a), y = static_cast<C>(b);
+    C r = std::fmod(x, y);
+    if (!fmod && r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
+    return static_cast<T>(r);
   } else if constexpr (std::is_unsigned_v<T>) {
     return static_cast<T>(a % b);
   } else {
@@ -147,8 +149,9 @@ T int_pow(T a, E e) {
 
 template <class T, class E>
 T pow_value(T a, E e) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(std::pow(a, static_cast<T>(e)));
+  if constexpr (kIsFloat<T>) {
+    using C = ComputeType<T>;
+    return static_cast<T>(std::pow(static_cast<C>(a), static_cast<C>(e)));
   } else if constexpr (std::is_integral_v<E>) {
     return int_pow(a, e);
   } else {
@@ -166,7 +169,7 @@ void pow_kernel(KernelContext& ctx) {
   T* py = y.data<T>();
   // A scalar float exponent on a float base (x^2 in decomposed LayerNorm, x^0.5, x^3 in GELU's
   // tanh form) becomes a vectorised loop without pow.
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsFloat<T>) {
     if (b.numel() == 1 && out == a.shape() &&
         (b.dtype() == DType::F32 || b.dtype() == DType::F64)) {
       const double e = b.item_as_double(0);
@@ -174,14 +177,13 @@ void pow_kernel(KernelContext& ctx) {
       if (e == 2.0) return map_unary(pa, py, n, [](T v) { return v * v; });
       if (e == 3.0) return map_unary(pa, py, n, [](T v) { return v * v * v; });
       if (e == 1.0) return map_unary(pa, py, n, [](T v) { return v; });
-      if (e == 0.5) return map_unary(pa, py, n, [](T v) { return std::sqrt(v); });
+      if (e == 0.5) return map_unary(pa, py, n, [](T v) { return static_cast<T>(std::sqrt(v)); });
       if (e == -1.0) return map_unary(pa, py, n, [](T v) { return T(1) / v; });
     }
   }
   dispatch_dtype(b.dtype(), [&](auto e_tag) {
     using E = decltype(e_tag);
-    if constexpr (std::is_same_v<E, bool> || std::is_same_v<E, Eigen::half> ||
-                  std::is_same_v<E, Eigen::bfloat16>) {
+    if constexpr (std::is_same_v<E, bool>) {
       throw Unsupported(cat(ctx.node().describe(), ": exponent dtype ", dtype_name(b.dtype()),
                             " is not supported"),
                         cat("Pow[exponent ", dtype_name(b.dtype()), "]"));

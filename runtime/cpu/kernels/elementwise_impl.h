@@ -17,6 +17,14 @@
 
 namespace oat::cpu {
 
+// Floating-point element types, including the 16-bit storage types whose math runs in float.
+template <class T>
+constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Eigen::half> ||
+                          std::is_same_v<T, Eigen::bfloat16>;
+// The type scalar math is done in: float for F16/BF16 (DESIGN.md: emulate, compute in FP32).
+template <class T>
+using ComputeType = std::conditional_t<std::is_floating_point_v<T> || !kIsFloat<T>, T, float>;
+
 template <class T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>

@@ -64,7 +64,7 @@ struct AbsOp {
     } else if constexpr (std::is_integral_v<T>) {
       return static_cast<T>(x < 0 ? -x : x);
     } else {
-      return std::abs(x);
+      return static_cast<T>(std::abs(x));
     }
   }
 };
@@ -77,20 +77,20 @@ struct ReciprocalOp {
 struct FloorOp {
   template <class T>
   T operator()(T x) const {
-    return std::floor(x);
+    return static_cast<T>(std::floor(x));
   }
 };
 struct CeilOp {
   template <class T>
   T operator()(T x) const {
-    return std::ceil(x);
+    return static_cast<T>(std::ceil(x));
   }
 };
 // rint rounds in the current rounding mode, which is round-half-to-even unless someone changed it.
 struct RoundOp {
   template <class T>
   T operator()(T x) const {
-    return std::rint(x);
+    return static_cast<T>(std::rint(x));
   }
 };
 struct SignOp {

@@ -77,7 +77,7 @@ void depthwise(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t 
 // How the GEMM's columns, (image, output position) pairs, are cut into tasks. A tile holds
 // `width` positions of one image (per_image > 0), or `images` whole images (small outputs).
 // The target width keeps a tile's im2col block and output block, (K + Mg) x width floats, near
-// 1 MiB so both stay in cache between im2col, the GEMM and the bias, but is at least 256: every
+// 1 MiB so both stay in cache between im2col, the GEMM and the bias, but is at least 512: every
 // tile packs the whole of W_g again, which for the deep layers (W_g up to 512 x 4608) costs as
 // much as the product itself unless the tile is wide. Big images are cut into about four tiles
 // per thread (a thread that the OS slows down then holds the others back less); small ones are
@@ -90,7 +90,7 @@ struct ColumnTiles {
 };
 ColumnTiles column_tiles(int64_t N, int64_t P, int64_t K, int64_t Mg, int64_t groups,
                          int64_t threads) {
-  const int64_t target = std::clamp<int64_t>((int64_t{1} << 18) / (K + Mg), 256, 4096);
+  const int64_t target = std::clamp<int64_t>((int64_t{1} << 18) / (K + Mg), 512, 4096);
   ColumnTiles t;
   if (2 * P >= target || N == 1) {
     const int64_t want = (4 * threads + groups - 1) / groups;  // tiles per group

@@ -63,27 +63,34 @@ void im2col(const T* x, int64_t channels, const Window3& w, int64_t p0, int64_t 
     const int64_t off_x = e * w.dil[2] - w.pad[2];
     int64_t x0, x1;
     valid_range(off_x, w.stride[2], w.in[2], OW, &x0, &x1);
-    for (int64_t p = p0; p < p1;) {
-      // One output row (oz, oy), from ox = s to ox = t - 1; dst[base + ox] is position p.
-      const int64_t q = p / OW, s = p % OW, t = std::min(OW, s + (p1 - p));
-      const int64_t base = (p - p0) - s;
+    // Output rows (oz, oy) are walked incrementally: divisions only once per col row.
+    int64_t s = p0 % OW, oy = (p0 / OW) % OH, oz = p0 / (OW * OH);
+    for (int64_t p = p0; p < p1; s = 0) {
+      // One output row, from ox = s to ox = t - 1; d[ox] is position p + (ox - s).
+      const int64_t t = std::min(OW, s + (p1 - p));
+      T* d = dst + (p - p0) - s;
       p += t - s;
-      const int64_t iz = (q / OH) * w.stride[0] - w.pad[0] + a * w.dil[0];
-      const int64_t iy = (q % OH) * w.stride[1] - w.pad[1] + b * w.dil[1];
+      const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+      const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+      if (++oy == OH) {
+        oy = 0;
+        ++oz;
+      }
       if (iz < 0 || iz >= w.in[0] || iy < 0 || iy >= w.in[1]) {
-        std::fill(dst + base + s, dst + base + t, T(0));
+        for (int64_t ox = s; ox < t; ++ox) d[ox] = T(0);
         continue;
       }
-      const int64_t row = (iz * w.in[1] + iy) * w.in[2] + off_x;  // xc[row + ox·stride]
+      const T* xr = xc + (iz * w.in[1] + iy) * w.in[2];  // xr[ox·stride + off_x]
       const int64_t u = std::clamp(x0, s, t), v = std::clamp(x1, u, t);
-      std::fill(dst + base + s, dst + base + u, T(0));
+      for (int64_t ox = s; ox < u; ++ox) d[ox] = T(0);
       if (w.stride[2] == 1) {
-        std::copy(xc + row + u, xc + row + v, dst + base + u);
+#pragma omp simd
+        for (int64_t ox = u; ox < v; ++ox) d[ox] = xr[ox + off_x];
       } else {
 #pragma omp simd
-        for (int64_t ox = u; ox < v; ++ox) dst[base + ox] = xc[row + ox * w.stride[2]];
+        for (int64_t ox = u; ox < v; ++ox) d[ox] = xr[ox * w.stride[2] + off_x];
       }
-      std::fill(dst + base + v, dst + base + t, T(0));
+      for (int64_t ox = v; ox < t; ++ox) d[ox] = T(0);
     }
   }
 }

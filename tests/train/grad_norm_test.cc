@@ -1,0 +1,287 @@
+// Gradients of BatchNormalization (training and inference mode, legacy opsets), LayerNormalization
+// and InstanceNormalization: double-precision finite-difference checks, and the float kernels on
+// tensors big enough for their threaded paths against direct loops in double.
+#include <cmath>
+#include <random>
+
+#include "grad_check.h"
+
+using namespace oat;
+using oat::test::GradCheckCase;
+using oat::test::GradCheckInput;
+
+namespace {
+
+Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }
+Attribute flt(float v) { return train::GradientContext::attr_float(v); }
+
+GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
+  GradCheckInput i;
+  i.shape = std::move(s);
+  i.lo = lo;
+  i.hi = hi;
+  return i;
+}
+GradCheckInput fixed(Tensor v) {
+  GradCheckInput i;
+  i.differentiable = false;
+  i.value = std::move(v);
+  return i;
+}
+
+// BatchNormalization over X [N, C, ...] with random scale/B and fixed running mean/var.
+GradCheckCase batch_norm(Shape x, int64_t opset, int num_outputs) {
+  const int64_t C = x[1];
+  GradCheckCase c;
+  c.op = "BatchNormalization";
+  c.opset = opset;
+  c.num_outputs = num_outputs;
+  std::vector<double> mean(C), var(C);
+  for (int64_t k = 0; k < C; ++k) {
+    mean[k] = 0.1 * static_cast<double>(k) - 0.05;
+    var[k] = 0.5 + 0.3 * static_cast<double>(k);
+  }
+  c.inputs = {in(std::move(x)), in({C}, 0.5, 1.5), in({C}),
+              fixed(Tensor::from_vector<double>({C}, mean)),
+              fixed(Tensor::from_vector<double>({C}, var))};
+  return c;
+}
+
+Tensor random_f32(const Shape& s, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t(DType::F32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+// Runs one gradient op of the internal domain on float inputs; returns outputs 0..2.
+std::vector<Tensor> run_grad_op(const std::string& op, std::map<std::string, Attribute> attrs,
+                                const std::vector<Tensor>& inputs) {
+  Graph g;
+  g.opsets[""] = 17;
+  Node n;
+  n.name = "g";
+  n.op_type = op;
+  n.domain = kInternalDomain;
+  n.op = op_from_name(op);
+  n.opset = 1;
+  n.attrs = std::move(attrs);
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "i" + std::to_string(i);
+    n.inputs.push_back(name);
+    g.inputs.push_back(ValueInfo{name, inputs[i].dtype(), {}});
+    feeds[name] = inputs[i];
+  }
+  n.outputs = {"dx", "dscale", "dbias"};
+  g.nodes.push_back(n);
+  Executor ex(g);
+  auto out = ex.run(feeds, {"dx", "dscale", "dbias"});
+  return {out.at("dx"), out.at("dscale"), out.at("dbias")};
+}
+
+double worst_rel(const std::vector<double>& ref, const Tensor& got) {
+  REQUIRE(static_cast<int64_t>(ref.size()) == got.numel());
+  double w = 0;
+  for (size_t j = 0; j < ref.size(); ++j)
+    w = std::max(w, std::abs(ref[j] - got.item_as_double(j)) / (1 + std::abs(ref[j])));
+  return w;
+}
+
+// Training-mode BatchNorm (instance=false) or InstanceNorm (instance=true) gradient of
+// X [N, C, S] in double by the textbook formula, one group (channel or plane) at a time.
+void norm_grad_reference(const Tensor& x, const Tensor& dy, const Tensor& scale, bool instance,
+                         double eps, std::vector<double>& dx, std::vector<double>& dscale,
+                         std::vector<double>& dbias) {
+  const int64_t N = x.dim(0), C = x.dim(1), S = x.numel() / (N * C);
+  dx.assign(x.numel(), 0.0);
+  dscale.assign(C, 0.0);
+  dbias.assign(C, 0.0);
+  for (int64_t grp = 0; grp < (instance ? N * C : C); ++grp) {
+    const int64_t c = grp % C;
+    std::vector<int64_t> idx;
+    for (int64_t n = 0; n < N; ++n)
+      if (!instance || n == grp / C)
+        for (int64_t s = 0; s < S; ++s) idx.push_back((n * C + c) * S + s);
+    const double m = static_cast<double>(idx.size());
+    double mu = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t i : idx) mu += x.item_as_double(i) / m;
+    for (int64_t i : idx) var += std::pow(x.item_as_double(i) - mu, 2) / m;
+    const double sigma = std::sqrt(var + eps);
+    for (int64_t i : idx) {
+      const double xhat = (x.item_as_double(i) - mu) / sigma, g = dy.item_as_double(i);
+      mg += g / m;
+      mgx += g * xhat / m;
+      dscale[c] += g * xhat;
+      dbias[c] += g;
+    }
+    const double gamma = scale.item_as_double(c);
+    for (int64_t i : idx) {
+      const double xhat = (x.item_as_double(i) - mu) / sigma;
+      dx[i] = gamma / sigma * (dy.item_as_double(i) - mg - xhat * mgx);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradients: BatchNormalization in training mode goes through the batch statistics") {
+  SUBCASE("opset 15, training_mode=1, outputs Y, running_mean, running_var") {
+    GradCheckCase c = batch_norm({4, 3, 2, 2}, 15, 3);
+    c.attrs["training_mode"] = int1(1);
+    c.attrs["momentum"] = flt(0.9f);
+    test::check_gradients(c);
+  }
+  SUBCASE("3-D input [N, C, L], epsilon 1e-3") {
+    GradCheckCase c = batch_norm({4, 2, 3}, 15, 3);
+    c.attrs["training_mode"] = int1(1);
+    c.attrs["epsilon"] = flt(1e-3f);
+    test::check_gradients(c);
+  }
+  SUBCASE("2-D input [N, C] (BatchNorm1d on features)") {
+    GradCheckCase c = batch_norm({6, 3}, 15, 3);
+    c.attrs["training_mode"] = int1(1);
+    test::check_gradients(c);
+  }
+  SUBCASE("opset 9: training because the statistics outputs are present") {
+    test::check_gradients(batch_norm({4, 3, 2, 2}, 9, 5));
+  }
+}
+
+TEST_CASE("gradients: BatchNormalization in inference mode treats the statistics as constants") {
+  SUBCASE("opset 15, training_mode=0") {
+    GradCheckCase c = batch_norm({2, 3, 2, 2}, 15, 1);
+    c.attrs["training_mode"] = int1(0);
+    test::check_gradients(c);
+  }
+  SUBCASE("opset 9, one output") { test::check_gradients(batch_norm({2, 3, 3}, 9, 1)); }
+  SUBCASE("opset 7, spatial=0: statistics per (c, d) element") {
+    GradCheckCase c;
+    c.op = "BatchNormalization";
+    c.opset = 7;
+    c.attrs["spatial"] = int1(0);
+    std::vector<double> mean(6), var(6);
+    for (int k = 0; k < 6; ++k) {
+      mean[k] = 0.05 * k;
+      var[k] = 0.4 + 0.1 * k;
+    }
+    c.inputs = {in({2, 3, 2}), in({3, 2}, 0.5, 1.5), in({3, 2}),
+                fixed(Tensor::from_vector<double>({3, 2}, mean)),
+                fixed(Tensor::from_vector<double>({3, 2}, var))};
+    test::check_gradients(c);
+  }
+}
+
+TEST_CASE("gradients: LayerNormalization") {
+  auto layer_norm = [](Shape x, int64_t axis, Shape scale, bool bias, int outputs) {
+    GradCheckCase c;
+    c.op = "LayerNormalization";
+    c.attrs["axis"] = int1(axis);
+    c.num_outputs = outputs;
+    c.inputs = {in(std::move(x)), in(scale, 0.5, 1.5)};
+    if (bias) c.inputs.push_back(in(scale));
+    return c;
+  };
+  SUBCASE("last axis, with bias") {
+    test::check_gradients(layer_norm({2, 3, 4}, -1, {4}, true, 1));
+  }
+  SUBCASE("axis 1 over [3, 4], no bias") {
+    test::check_gradients(layer_norm({2, 3, 4}, 1, {3, 4}, false, 1));
+  }
+  SUBCASE("Scale [4] broadcast over the normalised [3, 4]") {
+    test::check_gradients(layer_norm({2, 3, 4}, 1, {4}, true, 1));
+  }
+  SUBCASE("Mean and InvStdDev outputs reused by the gradient") {
+    GradCheckCase c = layer_norm({3, 5}, -1, {5}, true, 3);
+    c.attrs["epsilon"] = flt(1e-3f);
+    test::check_gradients(c);
+  }
+}
+
+TEST_CASE("gradients: InstanceNormalization") {
+  auto instance_norm = [](Shape x) {
+    GradCheckCase c;
+    c.op = "InstanceNormalization";
+    const int64_t C = x[1];
+    c.inputs = {in(std::move(x)), in({C}, 0.5, 1.5), in({C})};
+    return c;
+  };
+  SUBCASE("[2, 3, 4]") { test::check_gradients(instance_norm({2, 3, 4})); }
+  SUBCASE("[2, 2, 2, 3]") { test::check_gradients(instance_norm({2, 2, 2, 3})); }
+}
+
+TEST_CASE("BatchNormalizationGrad kernel: float, threaded, against the formula in double") {
+  std::mt19937 rng(11);
+  for (bool instance : {false, true}) {
+    CAPTURE(instance);
+    Tensor x = random_f32({8, 5, 31, 37}, rng, -2.0f, 3.0f);  // > 32768 elements: threaded
+    Tensor dy = random_f32(x.shape(), rng);
+    Tensor scale = random_f32({5}, rng, 0.5f, 1.5f);
+    std::map<std::string, Attribute> attrs = {{"training_mode", int1(1)}, {"epsilon", flt(1e-5f)}};
+    if (instance) attrs["instance"] = int1(1);
+    auto out = run_grad_op("BatchNormalizationGrad", attrs, {dy, x, scale});
+    std::vector<double> dx, ds, db;
+    norm_grad_reference(x, dy, scale, instance, 1e-5, dx, ds, db);
+    CHECK(worst_rel(dx, out[0]) < 1e-4);
+    CHECK(worst_rel(ds, out[1]) < 1e-3);
+    CHECK(worst_rel(db, out[2]) < 1e-3);
+  }
+}
+
+TEST_CASE("LayerNormalizationGrad kernel: float, threaded rows, against the formula in double") {
+  std::mt19937 rng(5);
+  const int64_t rows = 96, n = 257;
+  Tensor x = random_f32({4, 24, n}, rng, -2.0f, 3.0f);
+  Tensor dy = random_f32(x.shape(), rng);
+  Tensor scale = random_f32({n}, rng, 0.5f, 1.5f);
+  auto out = run_grad_op("LayerNormalizationGrad", {{"axis", int1(-1)}}, {dy, x, scale});
+  std::vector<double> dx(x.numel()), ds(n, 0.0), db(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t k = 0; k < n; ++k) mu += x.item_as_double(r * n + k) / n;
+    for (int64_t k = 0; k < n; ++k) var += std::pow(x.item_as_double(r * n + k) - mu, 2) / n;
+    const double sigma = std::sqrt(var + 1e-5);
+    auto xhat = [&](int64_t k) { return (x.item_as_double(r * n + k) - mu) / sigma; };
+    for (int64_t k = 0; k < n; ++k) {
+      const double g = dy.item_as_double(r * n + k) * scale.item_as_double(k);
+      mg += g / n;
+      mgx += g * xhat(k) / n;
+      ds[k] += dy.item_as_double(r * n + k) * xhat(k);
+      db[k] += dy.item_as_double(r * n + k);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const double g = dy.item_as_double(r * n + k) * scale.item_as_double(k);
+      dx[r * n + k] = (g - mg - xhat(k) * mgx) / sigma;
+    }
+  }
+  CHECK(worst_rel(dx, out[0]) < 1e-4);
+  CHECK(worst_rel(ds, out[1]) < 1e-4);
+  CHECK(worst_rel(db, out[2]) < 1e-4);
+}
+
+TEST_CASE("BatchNormalization gradient: a gradient into the running statistics is refused") {
+  Graph g;
+  g.opsets[""] = 15;
+  Node n;
+  n.name = "bn0";
+  n.op_type = "BatchNormalization";
+  n.op = OpId::BatchNormalization;
+  n.opset = 15;
+  n.attrs["training_mode"] = int1(1);
+  n.inputs = {"x", "s", "b", "m", "v"};
+  n.outputs = {"y", "rm", "rv"};
+  g.nodes.push_back(n);
+  Node add;
+  add.name = "uses_stats";
+  add.op_type = "ReduceSum";
+  add.op = OpId::ReduceSum;
+  add.opset = 15;
+  add.inputs = {"rm"};
+  add.outputs = {"loss"};
+  g.nodes.push_back(add);
+  for (const char* v : {"x", "s", "b", "m", "v"}) g.inputs.push_back(ValueInfo{v, DType::F32, {}});
+  CHECK_THROWS_WITH_AS(train::build_backward(g, "loss", {"x"}),
+                       doctest::Contains("node 'bn0' (BatchNormalization, opset 15): a gradient "
+                                         "flows into output 1 ('rm')"),
+                       Error);
+}

@@ -110,15 +110,21 @@ int run_infer(const InferOptions& o) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  std::vector<std::string> paths;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    paths.push_back((fs::path(o.out_dir) / cat("output_", k, ".pb")).string());
+    std::error_code ec;
+    if (fs::is_directory(paths.back(), ec))
+      throw Error(cat(paths.back(), ": cannot write the output, a folder has its name"));
+  }
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) throw Error(cat(o.out_dir, ": cannot create output folder (", ec.message(), ")"));
   std::vector<std::string> written;
   try {
     for (size_t k = 0; k < outputs.size(); ++k) {
-      const std::string path = (fs::path(o.out_dir) / cat("output_", k, ".pb")).string();
-      onnx_loader::write_tensor_pb(outputs[k], model.graph.outputs[k].name, path);
-      written.push_back(path);
+      onnx_loader::write_tensor_pb(outputs[k], model.graph.outputs[k].name, paths[k]);
+      written.push_back(paths[k]);
     }
   } catch (...) {
     for (const auto& p : written) fs::remove(p, ec);

@@ -176,6 +176,28 @@ TEST_CASE("an output folder that cannot be written") {
         std::vector<std::string>{"cli_stderr.txt", "cli_stdout.txt", "model.onnx", "x.npy"});
 }
 
+TEST_CASE("outputs are written all or none") {
+  Fixture f;
+  ModelBuilder mb = relu_model();
+  mb.output("x", kFloat, {2, 3});  // a second output: the input itself
+  mb.save(f.dir.path / "two_out.onnx");
+  fs::create_directories(f.dir.path / "res/output_1.pb");  // output 1 cannot be written
+  CliResult r = f.infer(f.dir / "two_out.onnx", {f.x_ok}, f.dir / "res");
+  CHECK(r.status == 1);
+  CHECK(r.err.find("output_1.pb") != std::string::npos);
+  CHECK_FALSE(fs::exists(f.dir.path / "res/output_0.pb"));
+  fs::remove(f.dir.path / "res/output_1.pb");
+  r = run_cli(
+      {"infer", f.dir / "two_out.onnx", "-i", f.x_ok, "-o", f.dir / "res", "--threads", "1"},
+      f.dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("1 threads") != std::string::npos);
+  CHECK(onnx_loader::read_tensor_pb(f.dir / "res/output_1.pb").name == "x");
+  CHECK(onnx_loader::read_tensor_pb(f.dir / "res/output_1.pb").tensor.to_float_vector() ==
+        std::vector<float>{-1, 2, -3, 4, -5, 6});
+}
+
 TEST_CASE("--help works on every subcommand; a bad command line is one error line") {
   TempDir dir;
   for (std::vector<std::string> args : {std::vector<std::string>{"--help"},

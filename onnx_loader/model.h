@@ -27,6 +27,9 @@ struct Model {
 };
 
 struct LoadOptions {
+  // ONNX shape inference (libonnx) fills graph.value_info and untyped graph outputs. Skipped, with
+  // a warning in Model::warnings, for opsets newer than libonnx knows; the executor takes shapes
+  // from the actual tensors either way.
   bool run_shape_inference = true;
   // Load external-data initializers (relative to the model's folder). When false, they stay
   // unloaded and their Tensor is undefined.
@@ -34,7 +37,9 @@ struct LoadOptions {
 };
 
 // Reads and converts a model file. Throws Error naming the file and what was wrong: not found,
-// not an ONNX model (parse failure), unknown domain, cycle, bad initializer, missing external file.
+// not an ONNX model (parse failure, no graph, IR >= 3 without opset_import: a truncated file),
+// a cycle, a bad initializer, a missing external file; Unsupported for a node in an unknown
+// domain (naming the node and the domain), sparse initializers, model-local functions.
 Model load_model(const std::string& path, const LoadOptions& options = {});
 Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir,
                             const LoadOptions& options = {}, const std::string& name = "<memory>");

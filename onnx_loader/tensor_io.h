@@ -17,15 +17,18 @@ NamedTensor read_tensor_pb(const std::string& path);
 // Written to a temporary file and renamed.
 void write_tensor_pb(const Tensor& t, const std::string& name, const std::string& path);
 
-// NumPy .npy (format 1.0-3.0, little-endian, C order; dtypes f2 f4 f8 i1 i4 i8 u1 b1).
+// NumPy .npy (format 1.0-3.0, little-endian, C order; dtypes f2 f4 f8 i1 i4 i8 u1 b1). Reading
+// is strict: the data must be exactly what the header's shape needs. bfloat16 has no .npy dtype:
+// write_npy refuses it (use .pb).
 Tensor read_npy(const std::string& path);
 void write_npy(const Tensor& t, const std::string& path);
 
-// Reads .npy or .pb by extension (anything else: tried as .pb).
+// Reads .npy (by extension or by its magic bytes; the name is the file stem) or else a .pb.
 NamedTensor read_tensor_file(const std::string& path);
 
-// Writes `bytes` to path atomically: a temporary file in the same folder, then rename.
-// Throws Error naming the path when the folder cannot be written.
+// Writes `bytes` to path atomically: a hidden temporary file in the same folder, fsync, then
+// rename. Throws Error naming the path when the folder cannot be written; a failure removes the
+// temporary file, so nothing is left behind.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace oat::onnx_loader

@@ -133,7 +133,7 @@ void check_against_ort(const std::string& name) {
             << shape_str(input.shape()) << " max_abs " << std::scientific << std::setprecision(2)
             << a.max_abs << "  max_abs/max|ort| " << a.max_abs / a.max_ref << "  max|ort| "
             << a.max_ref << std::defaultfloat << "  " << std::fixed << std::setprecision(1) << ms
-            << " ms" << std::defaultfloat << std::endl;
+            << " ms (one run)" << std::defaultfloat << std::endl;
   CHECK_MESSAGE(a.violations == 0, name, ": ", a.violations, " of ", w.size(),
                 " elements differ from ONNX Runtime beyond tolerance; worst element ", a.worst,
                 ": ours ", g[a.worst], " vs ort ", w[a.worst], " (max_abs ", a.max_abs, ")");

@@ -9,6 +9,20 @@
 //   The gradient of ReduceSum / ReduceMean: dY broadcast back over the reduced axes,
 //   dX[i] = dY[reduce(i)]            (sum)
 //   dX[i] = dY[reduce(i)] / count    (mean, count = Π reduced dims)
+//
+// ReduceXYGrad(dY, X, Y, [axes]) -> dX  (attrs: reduce = the forward op, axes, keepdims,
+//   noop_with_empty_axes). The reductions whose derivative needs X and Y; with
+//   g = dY[reduce(i)] and y = Y[reduce(i)]:
+//   ReduceMax, ReduceMin:  dX[i] = g·[X[i] = y] / #ties   (ties share g, as torch.amax)
+//   ReduceProd:            dX[i] = g·Π_{k≠i} X[k]        (= g·y / X[i] without zeros; with one
+//                          zero only that element gets g·Π(nonzero), with two or more all get 0)
+//   ReduceSumSquare:       dX[i] = 2·g·X[i]
+//   ReduceL1:              dX[i] = g·sign(X[i])
+//   ReduceL2:              dX[i] = g·X[i] / y            (0 where y = 0)
+//   ReduceLogSum:          dX[i] = g·exp(−y)             (= g / Σ X)
+//   ReduceLogSumExp:       dX[i] = g·exp(X[i] − y)
+#include <cmath>
+
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/register.h"
 
@@ -100,9 +114,130 @@ void reduce_grad(KernelContext& ctx) {
                          });
 }
 
+enum class XYKind { Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
+
+template <class T>
+class ReduceXYGradKernel : public OpKernel {
+ public:
+  explicit ReduceXYGradKernel(const Node& n)
+      : axes_(n.attr_ints("axes")),
+        noop_(n.attr_int("noop_with_empty_axes", 0) != 0) {
+    const std::string op = n.attr_string("reduce", "");
+    const std::pair<const char*, XYKind> kinds[] = {
+        {"ReduceMax", XYKind::Max},       {"ReduceMin", XYKind::Min},
+        {"ReduceProd", XYKind::Prod},     {"ReduceSumSquare", XYKind::SumSquare},
+        {"ReduceL1", XYKind::L1},         {"ReduceL2", XYKind::L2},
+        {"ReduceLogSum", XYKind::LogSum}, {"ReduceLogSumExp", XYKind::LogSumExp}};
+    bool found = false;
+    for (const auto& [name, k] : kinds)
+      if (op == name) kind_ = k, found = true;
+    if (!found) throw Error(cat(n.describe(), ": unknown reduction '", op, "'"));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& y = ctx.input(2);
+    const Shape& xs = x.shape();
+    const int rank = x.rank();
+    std::vector<int64_t> axes = axes_;
+    if (const Tensor* a = ctx.input_or_null(3)) axes = a->to_int_vector();
+    std::vector<bool> reduced(rank, axes.empty());
+    if (axes.empty() && noop_) {  // the forward op was the identity
+      ctx.set_output(0, dy);
+      return;
+    }
+    for (int64_t a : axes) {
+      if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
+      reduced[a < 0 ? a + rank : a] = true;
+    }
+    Shape kept(xs);  // Y's shape with keepdims
+    for (int d = 0; d < rank; ++d)
+      if (reduced[d]) kept[d] = 1;
+    if (numel(kept) != dy.numel() || numel(kept) != y.numel())
+      ctx.fail(cat("gradient ", shape_str(dy.shape()), " and output ", shape_str(y.shape()),
+                   " do not match the reduction of ", shape_str(xs)));
+    Tensor& dxt = ctx.allocate_output(0, dy.dtype(), xs);
+    if (dxt.numel() == 0) return;
+    const T* xp = x.data<T>();
+    const T* yp = y.data<T>();
+    const T* gp = dy.data<T>();
+    T* dx = dxt.data<T>();
+
+    // Max/Min count the ties of each group, Prod its zeros and the product of the rest (one
+    // serial pass: groups of one output element are spread over the whole input).
+    std::vector<int64_t> count;
+    std::vector<double> nonzero_prod;
+    if (kind_ == XYKind::Max || kind_ == XYKind::Min || kind_ == XYKind::Prod) {
+      count.assign(static_cast<size_t>(y.numel()), 0);
+      if (kind_ == XYKind::Prod) nonzero_prod.assign(count.size(), 1.0);
+      const bool prod = kind_ == XYKind::Prod;
+      for_each_broadcast_run(xs, {contiguous_strides(xs), broadcast_strides(kept, xs)},
+                             [&](const std::vector<int64_t>& off,
+                                 const std::vector<int64_t>& inner, int64_t len) {
+                               for (int64_t t = 0; t < len; ++t) {
+                                 const T v = xp[off[0] + t];
+                                 const int64_t k = off[1] + t * inner[1];
+                                 if (!prod) {
+                                   count[k] += v == yp[k];
+                                 } else if (v == T(0)) {
+                                   ++count[k];
+                                 } else {
+                                   nonzero_prod[k] *= static_cast<double>(v);
+                                 }
+                               }
+                             });
+    }
+
+    const BroadcastLayout<2> L = broadcast_layout<2>(xs, {xs, kept});
+    auto each = [&](auto f) {  // dx[i] = f(x[i], y[k], g[k], k) with k = reduce(i)
+      parallel_broadcast_runs(L, [&](int64_t o, const std::array<int64_t, 2>& off,
+                                     const std::array<int64_t, 2>& st, int64_t n) {
+        for (int64_t t = 0; t < n; ++t) {
+          const int64_t k = off[1] + t * st[1];
+          dx[o + t] = f(xp[off[0] + t * st[0]], yp[k], gp[k], k);
+        }
+      });
+    };
+    switch (kind_) {
+      case XYKind::Max:
+      case XYKind::Min:
+        each([&](T v, T m, T g, int64_t k) {
+          return v == m ? g / static_cast<T>(count[k]) : T(0);
+        });
+        break;
+      case XYKind::Prod:
+        each([&](T v, T p, T g, int64_t k) {
+          if (count[k] == 0) return g * (p / v);
+          if (count[k] == 1 && v == T(0)) return g * static_cast<T>(nonzero_prod[k]);
+          return T(0);
+        });
+        break;
+      case XYKind::SumSquare: each([](T v, T, T g, int64_t) { return T(2) * g * v; }); break;
+      case XYKind::L1:
+        each([](T v, T, T g, int64_t) { return v > T(0) ? g : v < T(0) ? -g : T(0); });
+        break;
+      case XYKind::L2:
+        each([](T v, T n, T g, int64_t) { return n == T(0) ? T(0) : g * (v / n); });
+        break;
+      case XYKind::LogSum: each([](T, T l, T g, int64_t) { return g * std::exp(-l); }); break;
+      case XYKind::LogSumExp:
+        each([](T v, T l, T g, int64_t) { return g * std::exp(v - l); });
+        break;
+    }
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+  bool noop_;
+  XYKind kind_ = XYKind::Max;
+};
+
 }  // namespace
 
 void register_grad_reduce(KernelRegistry& r) {
+  r.add(OpId::ReduceXYGrad, Device::CPU, DType::F32, kernel_factory<ReduceXYGradKernel<float>>());
+  r.add(OpId::ReduceXYGrad, Device::CPU, DType::F64, kernel_factory<ReduceXYGradKernel<double>>());
   r.add(OpId::SumToShape, Device::CPU, DType::F32, function_kernel(sum_to_shape<float>));
   r.add(OpId::SumToShape, Device::CPU, DType::F64, function_kernel(sum_to_shape<double>));
   r.add(OpId::ReduceGrad, Device::CPU, DType::F32, function_kernel(reduce_grad<float>));

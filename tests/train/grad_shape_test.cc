@@ -234,13 +234,15 @@ namespace {
 // Graph: x (float64) -> `nodes` -> y; loss = ReduceSum(y · r). Returns the executor's values of
 // `fetch` plus "x_grad" (dLoss/dx) for x and r fed.
 std::map<std::string, Tensor> run_backward(std::vector<Node> nodes, const Tensor& x,
-                                           const Tensor& r, std::vector<std::string> fetch) {
+                                           const Tensor& r, std::vector<std::string> fetch,
+                                           std::map<std::string, Tensor> constants = {}) {
   Graph g;
   g.opsets[""] = 17;
   ValueInfo vi;
   vi.name = "x";
   vi.dtype = DType::F64;
   g.inputs.push_back(vi);
+  g.initializers = std::move(constants);
   g.initializers["r"] = r;
   auto node = [](const std::string& op, std::vector<std::string> ins,
                  std::vector<std::string> outs) {
@@ -345,7 +347,7 @@ TEST_CASE("gradients: Dropout") {
         d.attrs["is_test"] = int1(0);
       }
       nodes.push_back(d);
-      const Tensor x = iota({4, 50}, 0.01), r = iota({4, 50}, -0.02);
+      const Tensor x = iota({200, 200}, 1e-4), r = iota({200, 200}, -2e-4);
       auto out = run_backward(nodes, x, r, {"y", "mask"});
       const Tensor& dx = out.at("x_grad");
       const Tensor mask = cast_tensor(out.at("mask"), DType::F64);
@@ -356,8 +358,8 @@ TEST_CASE("gradients: Dropout") {
         CHECK(out.at("y").data<double>()[i] == doctest::Approx(x.data<double>()[i] * m / (1 - p)));
         CHECK(dx.data<double>()[i] == doctest::Approx(r.data<double>()[i] * m / (1 - p)));
       }
-      CHECK(kept > 100);  // about 150 of 200 kept
-      CHECK(kept < 200);
+      CHECK(kept > 29000);  // about 30000 of 40000 kept
+      CHECK(kept < 31000);
     }
   }
   SUBCASE("training without the mask output is refused, naming the node") {
@@ -373,5 +375,110 @@ TEST_CASE("gradients: Dropout") {
                          doctest::Contains("node 'drop' (Dropout, opset 6): Dropout in training "
                                            "mode needs its mask output"),
                          Error);
+  }
+}
+
+// The movement ops are linear, Y = A·X, and their gradient is the adjoint: dX = Aᵀ·dY. So for
+// random X and R, <A·X, R> = <X, Aᵀ·R>, which checks the kernels at sizes that take their
+// threaded paths (finite differences there would take minutes).
+TEST_CASE("gradients: movement kernels are adjoints on large, threaded shapes") {
+  struct Case {
+    const char* name;
+    Shape x;
+    std::string op;
+    std::map<std::string, Attribute> attrs;
+    std::vector<std::pair<std::string, Tensor>> inputs;  // inputs after x (constants)
+    int64_t opset = 17;
+  };
+  auto ids = [](Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(s, v); };
+  auto vec = [&](std::vector<int64_t> v) { return ids({static_cast<int64_t>(v.size())}, v); };
+  auto repeated = [&](int64_t count, int64_t n) {  // indices with repeats and negatives
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < count; ++i) v.push_back((i * 7) % n - (i % 3 == 0 ? n : 0));
+    return v;
+  };
+  std::vector<int64_t> ge;  // GatherElements indices for [64, 30, 20] into axis 1 of size 40
+  for (int64_t i = 0; i < 64 * 30 * 20; ++i) ge.push_back((i * 13) % 40 - (i % 5 == 0 ? 40 : 0));
+  const std::vector<Case> cases = {
+      {"Gather axis 0 (embedding)", {1000, 600}, "Gather", {}, {{"i", vec(repeated(100, 1000))}}},
+      {"Gather axis 1",
+       {8, 100, 80},
+       "Gather",
+       {{"axis", int1(1)}},
+       {{"i", vec(repeated(64, 100))}}},
+      {"GatherElements axis 1",
+       {64, 40, 20},
+       "GatherElements",
+       {{"axis", int1(1)}},
+       {{"i", ids({64, 30, 20}, ge)}}},
+      {"Slice with steps",
+       {64, 100, 30},
+       "Slice",
+       {},
+       {{"s", vec({1, -1, 0})},
+        {"e", vec({64, 0, 30})},
+        {"a", vec({0, 1, 2})},
+        {"st", vec({1, -2, 1})}}},
+      {"Pad reflect",
+       {16, 3, 40, 40},
+       "Pad",
+       {{"mode", str("reflect")}},
+       {{"p", vec({0, 0, 2, 3, 0, 0, 3, 2})}}},
+      {"Pad edge",
+       {16, 3, 40, 40},
+       "Pad",
+       {{"mode", str("edge")}},
+       {{"p", vec({0, 1, 2, 3, 0, 0, 3, 2})}}},
+      {"Pad constant with a crop",
+       {16, 3, 40, 40},
+       "Pad",
+       {},
+       {{"p", vec({0, 0, -2, 3, 0, 0, 3, -1})}}},
+      {"Tile", {8, 30, 20}, "Tile", {}, {{"t", vec({2, 3, 4})}}},
+      {"Expand", {64, 1, 30}, "Expand", {}, {{"sh", vec({64, 40, 30})}}},
+      {"Transpose", {32, 40, 50}, "Transpose", {{"perm", ints({1, 2, 0})}}, {}},
+      {"DepthToSpace CRD",
+       {8, 32, 16, 16},
+       "DepthToSpace",
+       {{"blocksize", int1(2)}, {"mode", str("CRD")}},
+       {}},
+  };
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    Node n;
+    n.name = "op";
+    n.op_type = c.op;
+    n.op = op_from_name(c.op);
+    n.opset = c.opset;
+    n.attrs = c.attrs;
+    n.inputs = {"x"};
+    std::map<std::string, Tensor> constants;
+    for (const auto& [name, t] : c.inputs) {
+      n.inputs.push_back(name);
+      constants[name] = t;
+    }
+    n.outputs = {"y"};
+    const Tensor x = test::random_tensor(c.x, -1, 1, rng, {});
+    Graph probe;
+    probe.opsets[""] = 17;
+    probe.nodes = {n};
+    probe.initializers = constants;
+    ValueInfo vi;
+    vi.name = "x";
+    vi.dtype = DType::F64;
+    probe.inputs = {vi};
+    const Tensor y = Executor(probe).run({{"x", x}}, {"y"}).at("y");
+    const Tensor r = test::random_tensor(y.shape(), -1, 1, rng, {});
+    auto out = run_backward({n}, x, r, {}, constants);
+    const Tensor& dx = out.at("x_grad");
+    REQUIRE(dx.shape() == x.shape());
+    double lhs = 0, rhs = 0, scale = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) lhs += y.data<double>()[i] * r.data<double>()[i];
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      rhs += x.data<double>()[i] * dx.data<double>()[i];
+      scale += std::abs(x.data<double>()[i] * dx.data<double>()[i]);
+    }
+    CHECK(std::abs(lhs - rhs) <= 1e-12 * scale);
   }
 }

@@ -1,17 +1,18 @@
 // Conv (1-, 2-, 3-D, grouped, depthwise) on NCHW data.
 //
-//   Y[n, m, o] = B[m] + Σ_{c ∈ group(m), t ∈ kernel} W[m, c, t] · X[n, g·Cg + c, o·stride - pad +
-//   t·dil]
+//   Y[n, m, o] = B[m] + Σ_{c, t} W[m, c, t] · X[n, g·Cg + c, o·stride - pad + t·dil]
 //
-// with X read as 0 in the padding. Three paths:
+// (g the group of output channel m, X read as 0 in the padding). Three paths:
 //   - depthwise (group == C, one input channel per group): a direct loop over taps, parallel over
 //     (n, m) planes — a GEMM with K = k_size would be all overhead;
+//   - 3x3, stride 1, 16..256 channels, float/double: Winograd F(2x2, 3x3) (conv_winograd.h);
 //   - otherwise im2col (conv_im2col.h) + GEMM: Y_g (Mg x N·P) = W_g (Mg x K) · col (K x N·P),
 //     the columns cut into cache-sized tiles (column_tiles); a pointwise conv (1x1, stride 1,
 //     no pads) reads its columns straight from X.
 // With at least as many (group, tile) tasks as threads the tasks run in parallel, each with a
 // single-threaded GEMM and its own im2col buffer; otherwise the tasks run in turn and Eigen
 // spreads each GEMM over the threads.
+
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing
 // (gemm_pack_rhs / ptranspose); it must be silenced before the first include pulls in immintrin.h.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -147,7 +148,8 @@ class ConvKernel : public OpKernel {
 
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise(x, wt, bias, y, N, C, M, w);
     // Winograd's transforms lose accuracy in 16-bit types: float and double only.
-    if ((std::is_same_v<T, float> || std::is_same_v<T, double>)&&winograd_applies(w, G, C, M))
+    constexpr bool kWinogradType = std::is_same_v<T, float> || std::is_same_v<T, double>;
+    if (kWinogradType && winograd_applies(w, G, C, M))
       return conv_winograd(x, wt, bias, y, N, C, M, w, num_threads());
 
     const int64_t Cg = C / G, Mg = M / G, K = Cg * w.k_size(), P = w.out_size();

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: write the zoo's LeNet-5, train it on Fashion-MNIST (Debian's
+# dataset-fashion-mnist) on the CPU reference path, and evaluate the trained model.
+#   EPOCHS=1 scripts/train_lenet5.sh     # shorter run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=build/onnx-amp-train
+OUT=build/lenet5
+mkdir -p "$OUT"
+"$BIN" zoo lenet5 -o "$OUT/lenet5.onnx" --seed 0
+"$BIN" "$OUT/lenet5.onnx" --data fashion-mnist --epochs "${EPOCHS:-5}" --batch 64 \
+  --optimizer adam --lr 1e-3 --seed 0 --log "$OUT/lenet5.jsonl" -o "$OUT/lenet5.trained.onnx"
+"$BIN" eval "$OUT/lenet5.trained.onnx" --data fashion-mnist

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "grad_check.h"
+#include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/registry.h"
 #include "runtime/threads.h"
 
@@ -239,4 +240,43 @@ TEST_CASE("ConvGrad matches direct loops on tiled and threaded paths") {
     }
   }
   set_num_threads(threads);
+}
+
+TEST_CASE("im2col_image and col2im_image agree with im2col and col2im_range") {
+  // Random 3-D geometries (strides, dilations, pads, kernels larger than the input's padding),
+  // with a column stride larger than the positions, as the multi-image tiles use.
+  std::mt19937 rng(3);
+  for (int it = 0; it < 500; ++it) {
+    cpu::Window3 w;
+    w.nd = 3;
+    for (int s = 0; s < 3; ++s) {
+      w.k[s] = 1 + rng() % 3;
+      w.stride[s] = 1 + rng() % 3;
+      w.dil[s] = 1 + rng() % 2;
+      w.pad[s] = w.pad_end[s] = rng() % 3;
+      const int64_t dk = (w.k[s] - 1) * w.dil[s] + 1;
+      w.in[s] = std::max<int64_t>(1 + rng() % 7, dk - 2 * w.pad[s]);
+      w.out[s] = (w.in[s] + 2 * w.pad[s] - dk) / w.stride[s] + 1;
+    }
+    const int64_t C = 1 + rng() % 3, P = w.out_size(), K = C * w.k_size(), ld = P + rng() % 5;
+    std::vector<double> x(static_cast<size_t>(C * w.in_size()));
+    for (auto& v : x) v = static_cast<double>(rng() % 1000);
+    std::vector<double> a(static_cast<size_t>(K * ld), -1), b(a);
+    cpu::im2col_image(x.data(), C, w, a.data(), ld, false);
+    cpu::im2col(x.data(), C, w, 0, P, b.data(), ld, false);
+    bool same = true;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p) same &= a[k * ld + p] == b[k * ld + p];
+    REQUIRE(same);
+    std::vector<double> ya(x.size(), 0), yb(x.size(), 0);
+    cpu::col2im_image(a.data(), ld, C, w, ya.data(), false);
+    cpu::col2im_range(a.data(), ld, C, w, 0, P, yb.data(), false);
+    REQUIRE(ya == yb);
+    // Adjointness: <im2col(x), col> == <x, col2im(col)> with col = im2col(x).
+    double lhs = 0, rhs = 0;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p) lhs += a[k * ld + p] * a[k * ld + p];
+    for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * ya[i];
+    REQUIRE(lhs == doctest::Approx(rhs));
+  }
 }

@@ -163,14 +163,14 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
     Eigen::Map<const RowMajorMatrix<T>> D(d, Mg, width);
     if (dwg) {
       for (int64_t n = n0; n < n1; ++n)
-        im2col(x_of(n), Cg, w, 0, P, buf + (n - n0) * P, width, inside);
+        im2col_image(x_of(n), Cg, w, buf + (n - n0) * P, width, inside);
       Eigen::Map<RowMajorMatrix<T>>(dwg, Mg, K).noalias() +=
           D * Eigen::Map<const RowMajorMatrix<T>>(buf, K, width).transpose();
     }
     if (dx) {
       Eigen::Map<RowMajorMatrix<T>>(buf, K, width).noalias() = Wg.transpose() * D;
       for (int64_t n = n0; n < n1; ++n)
-        col2im_range(buf + (n - n0) * P, width, Cg, w, 0, P, dx_of(n), inside);
+        col2im_image(buf + (n - n0) * P, width, Cg, w, dx_of(n), inside);
     }
   });
   if (dw) acc.finish();

@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -59,6 +60,100 @@ void col2im_range(const T* col, int64_t ld, int64_t channels, const Window3& w, 
           for (int64_t ox = u; ox < v; ++ox) xc[row + ox * sx] += sr[ox];
         }
       }
+    }
+  }
+}
+
+// Calls f(yo, xo, y0, y1, x0, x1) for each output plane oz (1 for 1-D and 2-D) of kernel tap kk:
+// yo is the plane's offset in the output, and output (oy, ox) for oy in [y0, y1), ox in [x0, x1)
+// reads the input at xo + oy·stride_y·in_w + ox·stride_x; all other outputs of the plane read
+// padding (y0 = y1 = out_h when the tap's input depth is padding).
+template <class F>
+void for_each_tap_plane(int64_t kk, const Window3& w, F&& f) {
+  const int64_t e = kk % w.k[2], b = (kk / w.k[2]) % w.k[1], a = kk / (w.k[2] * w.k[1]);
+  const int64_t off_x = e * w.dil[2] - w.pad[2], off_y = b * w.dil[1] - w.pad[1];
+  const int64_t OH = w.out[1], OW = w.out[2];
+  int64_t x0, x1, y0, y1;
+  valid_range(off_x, w.stride[2], w.in[2], OW, &x0, &x1);
+  valid_range(off_y, w.stride[1], w.in[1], OH, &y0, &y1);
+  for (int64_t oz = 0; oz < w.out[0]; ++oz) {
+    const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
+    if (iz >= 0 && iz < w.in[0])
+      f(oz * OH * OW, (iz * w.in[1] + off_y) * w.in[2] + off_x, y0, y1, x0, x1);
+    else
+      f(oz * OH * OW, int64_t{0}, OH, OH, x0, x1);
+  }
+}
+
+template <class T>
+using PlaneMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using ConstPlaneMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using StridedPlaneMap =
+    Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+template <class T>
+using ConstStridedPlaneMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned,
+                                        Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+
+// im2col of one whole image, col row r at col + r·ld (the same matrix as im2col over [0, P)),
+// one 2-D block copy per (tap, output plane): LeNet-sized images have 10-wide output rows, where
+// im2col's per-segment index arithmetic costs more than the copy itself. Rows are spread over
+// threads when `parallel`.
+template <class T>
+void im2col_image(const T* x, int64_t channels, const Window3& w, T* col, int64_t ld,
+                  bool parallel) {
+  const int64_t ks = w.k_size(), plane = w.in_size(), OH = w.out[1], OW = w.out[2];
+  const int64_t sx = w.stride[2], sy = w.stride[1] * w.in[2], rows = channels * ks;
+#pragma omp parallel for schedule(static) if (parallel && rows * w.out_size() > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xc = x + (r / ks) * plane;
+    T* dst = col + r * ld;
+    for_each_tap_plane(
+        r % ks, w, [&](int64_t yo, int64_t xo, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+          T* d = dst + yo;
+          if (y0 > 0) std::fill(d, d + y0 * OW, T(0));
+          if (y1 < OH) std::fill(d + y1 * OW, d + OH * OW, T(0));
+          if (y1 == y0) return;
+          const int64_t h = y1 - y0;
+          if (x0 > 0) PlaneMap<T>(d + y0 * OW, h, x0, Eigen::OuterStride<>(OW)).setZero();
+          if (x1 < OW)
+            PlaneMap<T>(d + y0 * OW + x1, h, OW - x1, Eigen::OuterStride<>(OW)).setZero();
+          if (x1 == x0) return;
+          PlaneMap<T> D(d + y0 * OW + x0, h, x1 - x0, Eigen::OuterStride<>(OW));
+          const T* s = xc + (xo + y0 * sy + x0 * sx);
+          if (sx == 1)
+            D = ConstPlaneMap<T>(s, h, x1 - x0, Eigen::OuterStride<>(sy));
+          else
+            D = ConstStridedPlaneMap<T>(s, h, x1 - x0,
+                                        Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(sy, sx));
+        });
+  }
+}
+
+// The adjoint of im2col_image: adds col (rows at col + r·ld) into the image x. Channels are
+// spread over threads when `parallel` (the taps of one channel overlap in the image).
+template <class T>
+void col2im_image(const T* col, int64_t ld, int64_t channels, const Window3& w, T* x,
+                  bool parallel) {
+  const int64_t ks = w.k_size(), plane = w.in_size(), OW = w.out[2];
+  const int64_t sx = w.stride[2], sy = w.stride[1] * w.in[2];
+#pragma omp parallel for schedule(static) if (parallel && channels * ks * w.out_size() > (1 << 15))
+  for (int64_t c = 0; c < channels; ++c) {
+    T* xc = x + c * plane;
+    for (int64_t kk = 0; kk < ks; ++kk) {
+      const T* src = col + (c * ks + kk) * ld;
+      for_each_tap_plane(
+          kk, w, [&](int64_t yo, int64_t xo, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+            if (y1 == y0 || x1 == x0) return;
+            ConstPlaneMap<T> S(src + yo + y0 * OW + x0, y1 - y0, x1 - x0, Eigen::OuterStride<>(OW));
+            T* d = xc + (xo + y0 * sy + x0 * sx);
+            if (sx == 1)
+              PlaneMap<T>(d, y1 - y0, x1 - x0, Eigen::OuterStride<>(sy)) += S;
+            else
+              StridedPlaneMap<T>(d, y1 - y0, x1 - x0,
+                                 Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(sy, sx)) += S;
+          });
     }
   }
 }

@@ -67,7 +67,7 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
     T* buf = thread_scratch<T, 0>(static_cast<size_t>(K * width));
     T* d = thread_scratch<T, 1>(static_cast<size_t>(Cg * width));
     for (int64_t n = n0; n < n1; ++n)
-      im2col(dy_of(n), Mg, w, 0, Pin, buf + (n - n0) * Pin, width, inside);
+      im2col_image(dy_of(n), Mg, w, buf + (n - n0) * Pin, width, inside);
     Eigen::Map<const RowMajorMatrix<T>> Col(buf, K, width);
     Eigen::Map<RowMajorMatrix<T>> D(d, Cg, width);
     if (dwg) {

@@ -18,8 +18,9 @@
 //     dScale = Σ_rows dY⊙x̂,  dBias = Σ_rows dY      (both of shape shape[axis:]; the builder sums
 //                                                      them to Scale's and B's own shapes)
 //   Mean/InvStdDev are the forward node's optional outputs; without them they are recomputed.
-// Sums run in double for the per-channel statistics (as the forward kernel does) and in the
-// element type across LayerNorm rows (per-thread partial sums).
+// Sums: BatchNorm/InstanceNorm sum each contiguous chunk (an (n, c) plane) in the element type,
+// vectorised, and the chunks of a channel in double; LayerNorm sums rows in the element type and
+// dScale/dBias across rows in per-thread partial sums.
 // GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
 // packet reductions (GCC bug 105593); it must be silenced before the first include.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -34,11 +35,6 @@
 
 namespace oat::cpu {
 namespace {
-
-template <class T>
-using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // Input i (any floating dtype) as `n` doubles; fails naming the input when the count differs.
 std::vector<double> param_doubles(const KernelContext& ctx, int i, int64_t n, const char* what) {
@@ -110,30 +106,41 @@ class BatchNormGradKernel : public OpKernel {
 #pragma omp parallel for if (x.numel() > 32768)
     for (int64_t grp = 0; grp < groups; ++grp) {
       const int64_t c = grp % C;
-      double mu, var;
+      // Chunk sums run in T (vectorised: omp simd), the sums across chunks in double.
+      double mu = 0;
       if (attrs_.training) {
         double s = 0;
-        for (int64_t j = 0; j < count; ++j)
-          s += ConstVec<T>(xp + grp * S + j * stride, S).template cast<double>().sum();
+        for (int64_t j = 0; j < count; ++j) {
+          const T* xc = xp + grp * S + j * stride;
+          T sj = 0;
+#pragma omp simd reduction(+ : sj)
+          for (int64_t k = 0; k < S; ++k) sj += xc[k];
+          s += static_cast<double>(sj);
+        }
         mu = m > 0 ? s / m : 0.0;
-        double q = 0;
-        for (int64_t j = 0; j < count; ++j)
-          q += (ConstVec<T>(xp + grp * S + j * stride, S).template cast<double>() - mu)
-                   .square()
-                   .sum();
-        var = m > 0 ? q / m : 0.0;
       } else {
         mu = mean_in[c];
-        var = var_in[c];
       }
-      const double inv = 1.0 / std::sqrt(var + attrs_.epsilon);
-      double sg = 0, sgx = 0;  // Σ dY, Σ dY·(x − μ)
+      const T tmu = static_cast<T>(mu);
+      double q = 0, sg = 0, sgx = 0;  // Σ (x − μ)², Σ dY, Σ dY·(x − μ)
       for (int64_t j = 0; j < count; ++j) {
         const int64_t o = grp * S + j * stride;
-        const auto g = ConstVec<T>(gp + o, S).template cast<double>();
-        sg += g.sum();
-        sgx += (g * (ConstVec<T>(xp + o, S).template cast<double>() - mu)).sum();
+        const T* xc = xp + o;
+        const T* gc = gp + o;
+        T qj = 0, gj = 0, gxj = 0;
+#pragma omp simd reduction(+ : qj, gj, gxj)
+        for (int64_t k = 0; k < S; ++k) {
+          const T d = xc[k] - tmu;
+          qj += d * d;
+          gj += gc[k];
+          gxj += gc[k] * d;
+        }
+        q += static_cast<double>(qj);
+        sg += static_cast<double>(gj);
+        sgx += static_cast<double>(gxj);
       }
+      const double var = attrs_.training ? (m > 0 ? q / m : 0.0) : var_in[c];
+      const double inv = 1.0 / std::sqrt(var + attrs_.epsilon);
       sum_dy[grp] = sg;
       sum_dyxhat[grp] = sgx * inv;
       if (!dxp) continue;
@@ -142,10 +149,13 @@ class BatchNormGradKernel : public OpKernel {
       const T ta = static_cast<T>(a);
       const T tk = static_cast<T>(attrs_.training && m > 0 ? a * inv * sgx * inv / m : 0.0);
       const T tb = static_cast<T>(attrs_.training && m > 0 ? a * sg / m : 0.0);
-      const T tmu = static_cast<T>(mu);
       for (int64_t j = 0; j < count; ++j) {
         const int64_t o = grp * S + j * stride;
-        Vec<T>(dxp + o, S) = ta * ConstVec<T>(gp + o, S) - tk * (ConstVec<T>(xp + o, S) - tmu) - tb;
+        const T* xc = xp + o;
+        const T* gc = gp + o;
+        T* dc = dxp + o;
+#pragma omp simd
+        for (int64_t k = 0; k < S; ++k) dc[k] = ta * gc[k] - tk * (xc[k] - tmu) - tb;
       }
     }
     if (!ctx.output_requested(1) && !ctx.output_requested(2)) return;

@@ -13,6 +13,8 @@
 //                                        plane, 0 elsewhere
 // Planes (n, c) are independent and spread over threads.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -78,36 +80,65 @@ class MaxPoolGradKernel : public OpKernel {
     T* dx = pool_grad_output<T>(ctx, X.shape(), w.out_shape());
     const T* dy = ctx.input(0).data<T>();
     const T* x = X.data<T>();
-    const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1), tx = tap_ranges(w, 2);
-    const int64_t IH = w.in[1], IW = w.in[2], plane = w.in_size(), P = w.out_size();
-    const int64_t planes = X.dim(0) * X.dim(1);
+    const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1);
+    const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2], sx = w.stride[2];
+    const int64_t plane = w.in_size(), P = w.out_size(), planes = X.dim(0) * X.dim(1);
+    if (plane > std::numeric_limits<int32_t>::max())
+      ctx.fail(cat("planes of more than 2^31 elements are not supported (X ", shape_str(X.shape()),
+                   ")"));
+    std::vector<int64_t> xlo(w.k[2]), xhi(w.k[2]);
+    for (int64_t e = 0; e < w.k[2]; ++e)
+      valid_range(e * w.dil[2] - w.pad[2], sx, IW, OW, &xlo[e], &xhi[e]);
+      // One output row at a time, tap by tap as the forward pools: best[ox] / at[ox] hold the
+      // running maximum of window ox and its index in the plane; taps come in window order and only
+      // a strictly larger value replaces the maximum, so ties keep the first.
 #pragma omp parallel for schedule(static) if (planes * P * w.k_size() > (1 << 15))
     for (int64_t nc = 0; nc < planes; ++nc) {
       const T* xp = x + nc * plane;
       T* dxp = dx + nc * plane;
       std::fill(dxp, dxp + plane, T(0));
-      int64_t o = nc * P;
+      std::vector<T> best(static_cast<size_t>(OW));
+      std::vector<int32_t> at(static_cast<size_t>(OW));
       for (int64_t oz = 0; oz < w.out[0]; ++oz)
-        for (int64_t oy = 0; oy < w.out[1]; ++oy)
-          for (int64_t ox = 0; ox < w.out[2]; ++ox, ++o) {
-            T best = T(0);
-            int64_t at = -1;
-            for (int64_t a = tz[oz].lo; a < tz[oz].hi; ++a) {
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          std::fill(best.begin(), best.end(), -std::numeric_limits<T>::infinity());
+          std::fill(at.begin(), at.end(), -1);
+          for (int64_t a = tz[oz].lo; a < tz[oz].hi; ++a)
+            for (int64_t b = ty[oy].lo; b < ty[oy].hi; ++b) {
               const int64_t iz = oz * w.stride[0] - w.pad[0] + a * w.dil[0];
-              for (int64_t b = ty[oy].lo; b < ty[oy].hi; ++b) {
-                const int64_t row = (iz * IH + oy * w.stride[1] - w.pad[1] + b * w.dil[1]) * IW +
-                                    ox * w.stride[2] - w.pad[2];
-                for (int64_t e = tx[ox].lo; e < tx[ox].hi; ++e) {
-                  const int64_t i = row + e * w.dil[2];
-                  if (at < 0 || xp[i] > best) {
-                    best = xp[i];
-                    at = i;
-                  }
+              const int64_t iy = oy * w.stride[1] - w.pad[1] + b * w.dil[1];
+              for (int64_t e = 0; e < w.k[2]; ++e) {
+                // Window ox reads index off + ox·sx. Branch-free (a bit mask, not `?:`, which
+                // GCC turns into a branch here): with real data the comparison is unpredictable.
+                const int32_t off =
+                    static_cast<int32_t>((iz * IH + iy) * IW + e * w.dil[2] - w.pad[2]);
+                T* bp = best.data();
+                int32_t* ap = at.data();
+                for (int64_t ox = xlo[e]; ox < xhi[e]; ++ox) {
+                  const int32_t i = off + static_cast<int32_t>(ox * sx);
+                  const T v = xp[i];
+                  const int32_t take = -static_cast<int32_t>(v > bp[ox]);
+                  bp[ox] = v > bp[ox] ? v : bp[ox];
+                  ap[ox] = (ap[ox] & ~take) | (i & take);
                 }
               }
             }
-            if (at >= 0) dxp[at] += dy[o];
+          // A window whose values are all -inf (or NaN) still has a first element, as in
+          // MaxPool's Indices.
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            if (at[ox] >= 0 || tz[oz].lo >= tz[oz].hi || ty[oy].lo >= ty[oy].hi) continue;
+            for (int64_t e = 0; e < w.k[2] && at[ox] < 0; ++e)
+              if (ox >= xlo[e] && ox < xhi[e])
+                at[ox] = static_cast<int32_t>(
+                    ((oz * w.stride[0] - w.pad[0] + tz[oz].lo * w.dil[0]) * IH + oy * w.stride[1] -
+                     w.pad[1] + ty[oy].lo * w.dil[1]) *
+                        IW +
+                    ox * sx + e * w.dil[2] - w.pad[2]);
           }
+          const T* dyr = dy + nc * P + (oz * OH + oy) * OW;
+          for (int64_t ox = 0; ox < OW; ++ox)
+            if (at[ox] >= 0) dxp[at[ox]] += dyr[ox];
+        }
     }
   }
 

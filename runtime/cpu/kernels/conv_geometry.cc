@@ -1,5 +1,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 
+#include <algorithm>
+
 namespace oat::cpu {
 
 namespace {
@@ -116,6 +118,19 @@ Window3 forward_window(const KernelContext& ctx, const WindowAttrs& a, const Sha
                    ints_str(kernel), " with pads ", ints_str(a.pads), ": empty output"));
   }
   return w;
+}
+
+std::vector<TapRange> tap_ranges(const Window3& w, int s) {
+  std::vector<TapRange> r(static_cast<size_t>(w.out[s]));
+  for (int64_t o = 0; o < w.out[s]; ++o) {
+    const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
+    auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
+      return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
+    };
+    const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
+    r[o] = {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
+  }
+  return r;
 }
 
 }  // namespace oat::cpu

@@ -79,4 +79,12 @@ inline void valid_range(int64_t offset, int64_t stride, int64_t in, int64_t out,
   *hi = std::max(*lo, std::min(h, out));
 }
 
+// The taps j in [lo, hi) of the window at output position o that fall inside the input along
+// slot s, and `padded` = how many of the k taps fall inside [-pad_begin, in + pad_end). Shared by
+// the pooling kernels and their gradients.
+struct TapRange {
+  int64_t lo, hi, padded;
+};
+std::vector<TapRange> tap_ranges(const Window3& w, int s);
+
 }  // namespace oat::cpu

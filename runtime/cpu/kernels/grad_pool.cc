@@ -24,24 +24,6 @@ namespace oat::cpu {
 
 namespace {
 
-// The taps j in [lo, hi) of window o that fall inside the input along slot s, and `padded`, the
-// number of taps inside [-pad_begin, in + pad_end): pool.cc's rule, repeated here.
-struct TapRange {
-  int64_t lo, hi, padded;
-};
-std::vector<TapRange> tap_ranges(const Window3& w, int s) {
-  std::vector<TapRange> r(static_cast<size_t>(w.out[s]));
-  for (int64_t o = 0; o < w.out[s]; ++o) {
-    const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
-    auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
-      return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
-    };
-    const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
-    r[o] = {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
-  }
-  return r;
-}
-
 // The forward input's shape: input 1 is X itself (MaxPool) or its Shape (AveragePool).
 Shape x_shape_of(const KernelContext& ctx, bool is_shape) {
   const Tensor& t = ctx.input(1);

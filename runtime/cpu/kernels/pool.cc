@@ -30,24 +30,6 @@ void register_space_depth(KernelRegistry& r);  // space_depth.cc
 
 namespace {
 
-// The taps j in [lo, hi) of the window at output position o that fall inside the input along
-// slot s, and `padded` = how many of the k taps fall inside [-pad_begin, in + pad_end).
-struct TapRange {
-  int64_t lo, hi, padded;
-};
-std::vector<TapRange> tap_ranges(const Window3& w, int s) {
-  std::vector<TapRange> r(static_cast<size_t>(w.out[s]));
-  for (int64_t o = 0; o < w.out[s]; ++o) {
-    const int64_t start = o * w.stride[s] - w.pad[s], d = w.dil[s];
-    auto taps_below = [&](int64_t limit) {  // number of j in [0, k) with start + j·d < limit
-      return limit - start <= 0 ? int64_t{0} : std::min(w.k[s], (limit - start + d - 1) / d);
-    };
-    const int64_t lo = std::min(w.k[s], start < 0 ? (-start + d - 1) / d : int64_t{0});
-    r[o] = {lo, std::max(lo, taps_below(w.in[s])), taps_below(w.in[s] + w.pad_end[s])};
-  }
-  return r;
-}
-
 // Reads the attributes every pool shares and resolves the window for input X.
 Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Tensor& X) {
   if (attrs.kernel_shape.empty()) ctx.fail("the kernel_shape attribute is required");

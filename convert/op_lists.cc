@@ -1,0 +1,101 @@
+// The default op lists (DESIGN.md, "Mixed precision: what correct means") and their overrides.
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/precision.h"
+#include "runtime/error.h"
+
+namespace oat::convert {
+
+const char* op_list_name(OpList l) {
+  switch (l) {
+    case OpList::Allow: return "allow";
+    case OpList::Deny: return "deny";
+    case OpList::Infer: return "infer";
+    case OpList::Clear: return "clear";
+    case OpList::None: return "none";
+  }
+  return "none";
+}
+
+OpLists OpLists::defaults() {
+  OpLists l;
+  // FP16 compute with FP32 accumulation: the tensor-core ops.
+  l.allow = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "LSTM", "GRU", "RNN"};
+  // Always FP32: range-sensitive math, reductions, normalisations, losses.
+  l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax",
+            "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum", "ReduceMean",
+            "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+            "ReduceLogSumExp", "ReduceSumSquare", "CumSum", "LayerNormalization",
+            "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
+            "Resize"};
+  // Run in the precision their inputs arrive in (the widest wins).
+  l.infer = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Sigmoid", "Tanh", "LeakyRelu",
+             "Elu", "Gelu", "Erf", "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
+             "GlobalAveragePool", "BatchNormalization", "Dropout"};
+  // Move data without changing values.
+  l.clear = {"Relu", "MaxPool", "Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice",
+             "Gather", "Squeeze", "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape"};
+  return l;
+}
+
+OpList OpLists::list_of(const std::string& op) const {
+  if (allow.count(op)) return OpList::Allow;
+  if (deny.count(op)) return OpList::Deny;
+  if (infer.count(op)) return OpList::Infer;
+  if (clear.count(op)) return OpList::Clear;
+  return OpList::None;
+}
+
+void OpLists::block(const std::vector<std::string>& ops) {
+  for (const auto& op : ops) {
+    allow.erase(op), infer.erase(op), clear.erase(op);
+    deny.insert(op);
+  }
+}
+
+void OpLists::apply_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(cat("op lists file '", path, "': cannot open it"));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(cat("op lists file '", path, "': not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) throw Error(cat("op lists file '", path, "': expected a JSON object"));
+  std::map<std::string, std::set<std::string>*> lists = {
+      {"allow", &allow}, {"deny", &deny}, {"infer", &infer}, {"clear", &clear}};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    auto l = lists.find(it.key());
+    if (l == lists.end())
+      throw Error(cat("op lists file '", path, "': unknown list '", it.key(),
+                      "' (expected allow, deny, infer or clear)"));
+    if (!it.value().is_object())
+      throw Error(cat("op lists file '", path, "': '", it.key(),
+                      "' must be an object with \"add\" and/or \"remove\" arrays"));
+    for (auto op = it.value().begin(); op != it.value().end(); ++op) {
+      if (op.key() != "add" && op.key() != "remove")
+        throw Error(cat("op lists file '", path, "': '", it.key(), ".", op.key(),
+                        "' is not \"add\" or \"remove\""));
+      if (!op.value().is_array())
+        throw Error(cat("op lists file '", path, "': '", it.key(), ".", op.key(),
+                        "' must be an array of op names"));
+      for (const auto& name : op.value()) {
+        if (!name.is_string())
+          throw Error(cat("op lists file '", path, "': '", it.key(), ".", op.key(),
+                          "' holds a non-string entry"));
+        const std::string s = name.get<std::string>();
+        if (op.key() == "add") {
+          for (auto& other : lists) other.second->erase(s);
+          l->second->insert(s);
+        } else {
+          l->second->erase(s);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace oat::convert

@@ -58,13 +58,18 @@ struct NodePrecision {
   std::string reason;  // e.g. "allow list", "deny list", "follows deny node 'softmax'",
                        // "between allow nodes", "joins fp16 neighbour 'conv1'", "pinned by --fp32-nodes",
                        // "follows forward node 'conv1'", "not in any list"
+  // False for nodes that read and write no F32/F16/BF16 value (shape arithmetic on int64, float64
+  // math): precision does not apply to them, they are never cast, and `dtype` is F32.
+  bool carries_floats = true;
 };
 
 struct PrecisionPlan {
   DType low = DType::F16;
   std::vector<NodePrecision> nodes;  // one per graph node, in graph order
-  const NodePrecision* find(const std::string& node) const;
+  const NodePrecision* find(const std::string& node) const;  // nullptr when absent
+  // Nodes painted `d` among those that carry floats (nodes without float values count in neither).
   size_t count(DType d) const;
+  size_t count_without_floats() const;
   // The printable plan: one line per node (node, op, precision, reason) and the totals.
   std::string to_string() const;
 };
@@ -76,8 +81,12 @@ PrecisionPlan paint(const Graph& g, const PaintOptions& options);
 // Which float inputs/outputs of a low-precision node stay FP32 (BatchNormalization's scale, B,
 // mean, var and its running-statistics outputs; Resize's scales; ...). The CPU/CUDA kernels for
 // F16/BF16 expect exactly this layout.
+// Integer and bool inputs are never cast, whatever these say (they are not float slots).
 bool input_stays_fp32(const Node& n, size_t input_index);
 bool output_stays_fp32(const Node& n, size_t output_index);
+// Inputs a node reads in whatever float type they arrive (Shape's and Size's data, Cast's input,
+// UnscaleAndCheck's gradients): never cast, and they carry no precision between nodes.
+bool input_accepts_any_float(const Node& n, size_t input_index);
 
 struct ApplyOptions {
   bool keep_io_types = false;          // graph inputs/outputs keep FP32 (Casts at the boundary)

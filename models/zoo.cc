@@ -1,5 +1,6 @@
 #include "models/zoo.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -73,6 +74,39 @@ class ZooBuilder {
                 {{"kernel_shape", ints({k, k})}, {"pads", ints({pad, pad, pad, pad})}});
   }
 
+  // torchvision's ResNet init for convolutions: kaiming_normal_(mode="fan_out",
+  // nonlinearity="relu"), i.e. W ~ N(0, 2 / (cout·k·k)); no bias (a BatchNorm follows).
+  std::string conv_nobias(const std::string& name, const std::string& x, int64_t cin,
+                          int64_t cout, int64_t k, int64_t stride, int64_t pad) {
+    std::normal_distribution<float> n(0.0f, std::sqrt(2.0f / static_cast<float>(cout * k * k)));
+    Tensor w(DType::F32, {cout, cin, k, k});
+    float* p = w.data<float>();
+    for (int64_t i = 0; i < w.numel(); ++i) p[i] = n(rng_);
+    g_.initializers[name + ".weight"] = w;
+    return node("Conv", name, {x, name + ".weight"},
+                {{"kernel_shape", ints({k, k})},
+                 {"strides", ints({stride, stride})},
+                 {"pads", ints({pad, pad, pad, pad})}});
+  }
+
+  // nn.BatchNorm2d(c): weight 1, bias 0, running mean 0, running var 1, eps 1e-5; PyTorch's
+  // momentum 0.1 is ONNX's 0.9 (running = running·0.9 + batch·0.1).
+  std::string batchnorm(const std::string& name, const std::string& x, int64_t c) {
+    g_.initializers[name + ".weight"] = filled({c}, 1.0f);
+    g_.initializers[name + ".bias"] = filled({c}, 0.0f);
+    g_.initializers[name + ".running_mean"] = filled({c}, 0.0f);
+    g_.initializers[name + ".running_var"] = filled({c}, 1.0f);
+    return node("BatchNormalization", name,
+                {x, name + ".weight", name + ".bias", name + ".running_mean", name + ".running_var"},
+                {{"epsilon", float_attr(1e-5f)}, {"momentum", float_attr(0.9f)}});
+  }
+
+  static Tensor filled(Shape shape, float v) {
+    Tensor t(DType::F32, shape);
+    std::fill(t.data<float>(), t.data<float>() + t.numel(), v);
+    return t;
+  }
+
   std::string maxpool2(const std::string& name, const std::string& x) {
     return node("MaxPool", name, {x}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
   }
@@ -81,6 +115,12 @@ class ZooBuilder {
     Attribute a;
     a.kind = Attribute::Kind::Ints;
     a.ints = std::move(v);
+    return a;
+  }
+  static Attribute float_attr(float v) {
+    Attribute a;
+    a.kind = Attribute::Kind::Float;
+    a.f = v;
     return a;
   }
   static Attribute ints_attr(int64_t v) {
@@ -97,15 +137,30 @@ class ZooBuilder {
   std::mt19937_64 rng_;
 };
 
-std::vector<Dim> image_dims() {
+std::vector<Dim> image_dims(int64_t c = 1, int64_t h = 28, int64_t w = 28) {
   Dim batch;
   batch.param = "batch";
-  return {batch, Dim{1, ""}, Dim{28, ""}, Dim{28, ""}};
+  return {batch, Dim{c, ""}, Dim{h, ""}, Dim{w, ""}};
 }
-std::vector<Dim> logits_dims() {
+std::vector<Dim> logits_dims(int64_t classes = 10) {
   Dim batch;
   batch.param = "batch";
-  return {batch, Dim{10, ""}};
+  return {batch, Dim{classes, ""}};
+}
+
+// torchvision's BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut), conv1 3×3 with
+// the block's stride, conv2 3×3 stride 1; the shortcut is x, or downsample = conv 1×1/stride +
+// BN when the shape changes.
+std::string basic_block(ZooBuilder& b, const std::string& p, const std::string& x, int64_t cin,
+                        int64_t cout, int64_t stride) {
+  std::string y = b.conv_nobias(p + ".conv1", x, cin, cout, 3, stride, 1);
+  y = b.node("Relu", p + ".relu1", {b.batchnorm(p + ".bn1", y, cout)});
+  y = b.batchnorm(p + ".bn2", b.conv_nobias(p + ".conv2", y, cout, cout, 3, 1, 1), cout);
+  std::string shortcut = x;
+  if (stride != 1 || cin != cout)
+    shortcut = b.batchnorm(p + ".downsample.1",
+                           b.conv_nobias(p + ".downsample.0", x, cin, cout, 1, stride, 0), cout);
+  return b.node("Relu", p + ".relu2", {b.node("Add", p + ".add", {y, shortcut})});
 }
 
 }  // namespace
@@ -138,11 +193,50 @@ Graph lenet5(uint64_t seed) {
   return g;
 }
 
-std::vector<std::string> zoo_names() { return {"mlp", "lenet5"}; }
+Graph resnet18(uint64_t seed, const ResNetOptions& o) {
+  if (o.image_size < 1 || o.in_channels < 1 || o.num_classes < 1)
+    throw Error(cat("resnet18: image_size, in_channels and num_classes must be positive (got ",
+                    o.image_size, ", ", o.in_channels, ", ", o.num_classes, ")"));
+  ZooBuilder b(seed);
+  b.input("input", image_dims(o.in_channels, o.image_size, o.image_size));
+  // Stem: conv 7×7/2 pad 3 → BN → ReLU → max-pool 3×3/2 pad 1.
+  std::string x = b.conv_nobias("conv1", "input", o.in_channels, 64, 7, 2, 3);
+  x = b.node("Relu", "relu", {b.batchnorm("bn1", x, 64)});
+  x = b.node("MaxPool", "maxpool", {x},
+             {{"kernel_shape", ZooBuilder::ints({3, 3})},
+              {"strides", ZooBuilder::ints({2, 2})},
+              {"pads", ZooBuilder::ints({1, 1, 1, 1})}});
+  // layer1..layer4: two BasicBlocks each, 64/128/256/512 channels, layers 2-4 halve H and W.
+  int64_t c = 64;
+  const int64_t widths[4] = {64, 128, 256, 512};
+  for (int l = 0; l < 4; ++l) {
+    const std::string p = cat("layer", l + 1);
+    x = basic_block(b, p + ".0", x, c, widths[l], l == 0 ? 1 : 2);
+    x = basic_block(b, p + ".1", x, widths[l], widths[l], 1);
+    c = widths[l];
+  }
+  // AdaptiveAvgPool2d(1) → flatten → fc (nn.Linear's default init).
+  x = b.node("GlobalAveragePool", "avgpool", {x});
+  x = b.node("Flatten", "flatten", {x}, {{"axis", ZooBuilder::ints_attr(1)}});
+  b.linear("fc", x, 512, o.num_classes, "logits");
+  b.output("logits", logits_dims(o.num_classes));
+  Graph g = b.take();
+  g.name = "resnet18";
+  return g;
+}
+
+std::vector<std::string> zoo_names() { return {"mlp", "lenet5", "resnet18", "resnet18-cifar"}; }
 
 Graph zoo_model(const std::string& name, uint64_t seed) {
   if (name == "mlp") return mlp(seed);
   if (name == "lenet5" || name == "lenet-5") return lenet5(seed);
+  if (name == "resnet18") return resnet18(seed, ResNetOptions{});
+  if (name == "resnet18-cifar") {
+    ResNetOptions o;
+    o.image_size = 32;
+    o.num_classes = 10;
+    return resnet18(seed, o);
+  }
   std::string all;
   for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;
   throw Error(cat("unknown zoo model '", name, "' (known: ", all, ")"));

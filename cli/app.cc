@@ -65,6 +65,24 @@ int run_main(int argc, char** argv) {
       "inspect", "Print inputs, outputs, op counts, parameters, opsets and unsupported nodes");
   inspect_cmd->add_option("model", inspect.model, "ONNX model file")->required();
   inspect_cmd->add_flag("--json", inspect.json, "Print the report as JSON");
+  auto* precision_opt =
+      inspect_cmd
+          ->add_option("--precision", inspect.precision,
+                       "Also print the mixed-precision plan for fp16 or bf16: node, op, "
+                       "precision, reason, totals")
+          ->check(CLI::IsMember({"fp16", "bf16"}));
+  inspect_cmd
+      ->add_option("--op-lists", inspect.op_lists,
+                   "JSON file adding/removing ops per list: {\"deny\": {\"add\": [...]}, ...}")
+      ->needs(precision_opt);
+  inspect_cmd->add_option("--fp32-nodes", inspect.fp32_nodes, "Nodes pinned to FP32 (comma-separated)")
+      ->delimiter(',')
+      ->needs(precision_opt);
+  inspect_cmd
+      ->add_option("--fp16-nodes", inspect.low_nodes,
+                   "Nodes pinned to the low precision (comma-separated)")
+      ->delimiter(',')
+      ->needs(precision_opt);
 
   TrainCommands train_commands(app);
 

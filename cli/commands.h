@@ -18,6 +18,12 @@ int run_infer(const InferOptions& o);
 struct InspectOptions {
   std::string model;
   bool json = false;
+  // --precision fp16|bf16 adds the mixed-precision plan (convert/precision.h): node, op,
+  // precision, reason, totals; with the op-list overrides and pins convert and train take.
+  std::string precision;
+  std::string op_lists;                 // JSON file: {"allow": {"add": [...], "remove": [...]}, ...}
+  std::vector<std::string> fp32_nodes;  // pinned FP32
+  std::vector<std::string> low_nodes;   // pinned low precision (--fp16-nodes)
 };
 int run_inspect(const InspectOptions& o);
 

@@ -5,13 +5,19 @@
 // initializers such as shape constants are counted separately), and every node this build cannot
 // run on the CPU: ops it has no kernel for, and ops whose kernels lack the node's dtype when the
 // model's types tell it. Loader warnings (e.g. shape inference skipped for a new opset) follow.
+//
+// With --precision fp16|bf16 the mixed-precision plan follows (convert/precision.h): one line per
+// node with its op, precision and the reason (which list, which neighbour, which pin), and the
+// totals; --op-lists, --fp32-nodes and --fp16-nodes change it as they change convert and train.
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "cli/commands.h"
+#include "convert/precision.h"
 #include "onnx_loader/model.h"
 #include "runtime/executor.h"
 
@@ -70,11 +76,47 @@ nlohmann::json value_json(const ValueInfo& v) {
           {"dims", dims_json(v)}};
 }
 
+// The plan --precision asks for; nullopt without it. Errors name the model.
+std::optional<convert::PrecisionPlan> precision_plan(const InspectOptions& o, const Graph& g) {
+  if (o.precision.empty()) return std::nullopt;
+  convert::PaintOptions p;
+  if (o.precision == "fp16")
+    p.low = DType::F16;
+  else if (o.precision == "bf16")
+    p.low = DType::BF16;
+  else
+    throw Error(cat("--precision: expected fp16 or bf16, got '", o.precision, "'"));
+  if (!o.op_lists.empty()) p.lists.apply_json_file(o.op_lists);
+  p.fp32_nodes.insert(o.fp32_nodes.begin(), o.fp32_nodes.end());
+  p.low_nodes.insert(o.low_nodes.begin(), o.low_nodes.end());
+  try {
+    return convert::paint(g, p);
+  } catch (const Error& e) {
+    throw Error(cat(o.model, ": ", e.what()));
+  }
+}
+
+nlohmann::json plan_json(const convert::PrecisionPlan& plan) {
+  nlohmann::json j;
+  j["low"] = dtype_name(plan.low);
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : plan.nodes)
+    j["nodes"].push_back({{"node", n.node},
+                          {"op", n.op_type},
+                          {"precision", n.carries_floats ? nlohmann::json(dtype_name(n.dtype)) : nlohmann::json()},
+                          {"reason", n.reason}});
+  j["totals"] = {{dtype_name(plan.low), plan.count(plan.low)},
+                 {"float32", plan.count(DType::F32)},
+                 {"without_floats", plan.count_without_floats()}};
+  return j;
+}
+
 }  // namespace
 
 int run_inspect(const InspectOptions& o) {
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   const Graph& g = model.graph;
+  const auto plan = precision_plan(o, g);
   std::map<std::string, int> op_counts;
   for (const Node& n : g.nodes) op_counts[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
   int64_t params = 0, other_elems = 0;
@@ -114,6 +156,7 @@ int run_inspect(const InspectOptions& o) {
     for (const auto& [node, why] : unsupported)
       j["unsupported"].push_back({{"node", node}, {"reason", why}});
     j["warnings"] = model.warnings;
+    if (plan) j["precision_plan"] = plan_json(*plan);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -146,6 +189,7 @@ int run_inspect(const InspectOptions& o) {
     for (const auto& [node, why] : unsupported) std::cout << "  " << node << ": " << why << "\n";
   }
   for (const auto& w : model.warnings) std::cout << "warning: " << w << "\n";
+  if (plan) std::cout << "\nprecision plan (" << o.precision << ")\n" << plan->to_string();
   return 0;
 }
 

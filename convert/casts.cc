@@ -58,7 +58,8 @@ class Rewriter {
     convert_graph_inputs(wants);
     if (o_.convert_initializers) convert_initializers(wants);
     rewrite_nodes();
-    for (auto& v : g_.outputs) v.dtype = cur_.at(v.name);
+    for (auto& v : g_.outputs)
+      if (auto it = cur_.find(v.name); it != cur_.end()) v.dtype = it->second;
     for (auto& [name, vi] : g_.value_info)
       if (auto it = cur_.find(name); it != cur_.end() && is_convertible(vi.dtype)) vi.dtype = it->second;
   }

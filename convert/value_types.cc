@@ -31,7 +31,8 @@ DType constant_type(const Node& n) {
 const std::set<std::string> kBoolOutput = {"Equal", "Less", "Greater", "LessOrEqual",
                                            "GreaterOrEqual", "Not", "And", "Or", "Xor",
                                            "IsNaN", "IsInf"};
-const std::set<std::string> kInt64Output = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin"};
+const std::set<std::string> kInt64Output = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin",
+                                            "NonMaxSuppression"};
 
 }  // namespace
 
@@ -175,6 +176,14 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
   } else if (op == "RandomNormal" || op == "RandomUniform") {
     set(0, from_type_attr(n, "dtype", DType::F32));
   } else if (op == "RandomNormalLike" || op == "RandomUniformLike" || op == "EyeLike") {
+    set(0, from_type_attr(n, "dtype", input(0)));
+  } else if (op == "QuantizeLinear") {  // y in the zero point's type (uint8 without one)
+    set(0, input(2) != DType::Undefined ? input(2) : DType::U8);
+  } else if (op == "DequantizeLinear") {  // y in the scale's type
+    set(0, input(1));
+  } else if (op == "MatMulInteger" || op == "ConvInteger") {
+    set(0, DType::I32);
+  } else if (op == "Bernoulli") {
     set(0, from_type_attr(n, "dtype", input(0)));
   } else if (op == "BatchNormalization") {  // running mean/var in the mean input's type (T2)
     const DType stats = input(3) != DType::Undefined ? input(3) : input(1);

@@ -59,6 +59,8 @@ int run_main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   infer_cmd->add_option("--repeat", infer.repeat, "Run N times and report the mean time")
       ->check(CLI::PositiveNumber);
+  infer_cmd->add_option("--device", infer.device, "cpu or cuda (fails when no CUDA device answers)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   InspectOptions inspect;
   auto* inspect_cmd = app.add_subcommand(

@@ -12,6 +12,7 @@ struct InferOptions {
   std::string out_dir;
   int threads = 0;
   int repeat = 1;  // run this many times and report the mean time (benchmarks)
+  std::string device = "cpu";  // "cpu" | "cuda"
 };
 int run_infer(const InferOptions& o);
 

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/cuda/device.h"
 #include "runtime/executor.h"
 #include "runtime/threads.h"
 
@@ -96,8 +97,12 @@ int run_infer(const InferOptions& o) {
   set_num_threads(o.threads);
   check_output_dir(o.out_dir);  // fail fast, before loading a large model
 
+  ExecutorOptions exec_options;
+  exec_options.device = o.device == "cuda" ? Device::CUDA : Device::CPU;
+  if (exec_options.device == Device::CUDA) cuda::require_device();  // before loading the model
+
   onnx_loader::Model model = onnx_loader::load_model(o.model);
-  Executor exec(model.graph);
+  Executor exec(model.graph, exec_options);
   const std::map<std::string, Tensor> feeds = read_feeds(o.inputs, model.graph);
   exec.validate_feeds(feeds);
 
@@ -134,7 +139,9 @@ int run_infer(const InferOptions& o) {
     std::cout << "output_" << k << ".pb  " << model.graph.outputs[k].name << "  "
               << dtype_name(outputs[k].dtype()) << " " << shape_str(outputs[k].shape()) << "\n";
   std::cout << "time_ms " << total_ms / o.repeat << " (mean of " << o.repeat << ", "
-            << num_threads() << " threads)\n";
+            << (exec_options.device == Device::CUDA ? cuda::describe_device()
+                                                    : cat(num_threads(), " threads"))
+            << ")\n";
   return 0;
 }
 

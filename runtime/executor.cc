@@ -10,6 +10,7 @@ struct Executor::Step {
   std::vector<int> out;  // -1 for omitted optional outputs
   std::vector<int> release;  // slots whose last use is this step
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> kernels;
+  std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> host_kernels;  // device executor, CPU-placed
 };
 
 namespace {
@@ -28,6 +29,31 @@ std::string unsupported_reason(const Node& node, Device device, const KernelRegi
   return "";
 }
 
+// Makes a device context current for one run (allocations and frees use its stream).
+class ContextScope {
+ public:
+  explicit ContextScope(DeviceContext* c) : c_(c) {
+    if (c_) c_->enter();
+  }
+  ~ContextScope() {
+    if (c_) c_->leave();
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  DeviceContext* c_;
+};
+
+// On a device, floating constants and feeds are uploaded once per run (constants: once). Integer
+// values stay on the host for shape arithmetic, and so do floating scalars (a learning rate, a
+// Clip bound): a device kernel that needs one gets it staged, which costs an upload, not a sync.
+bool uploads(const Tensor& t) { return t.defined() && is_floating(t.dtype()) && t.numel() > 1; }
+
+Tensor to_host(DeviceContext* c, const Tensor& t) {
+  return c && t.defined() && t.device() != Device::CPU ? c->download(t) : t;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& graph,
@@ -44,7 +70,8 @@ std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
     : graph_(graph),
       options_(options),
-      registry_(options.registry ? options.registry : &default_registry()) {
+      registry_(options.registry ? options.registry : &default_registry()),
+      device_ctx_(make_device_context(options.device)) {
   auto add_slot = [&](const std::string& name) {
     auto it = slots_.find(name);
     if (it != slots_.end()) return it->second;
@@ -58,6 +85,9 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Node& n = graph_.nodes[i];
     std::string why = unsupported_reason(n, options_.device, *registry_);
+    // A device executor may run a node on the host (shape arithmetic, see DeviceContext).
+    if (!why.empty() && device_ctx_ && unsupported_reason(n, Device::CPU, *registry_).empty())
+      why.clear();
     if (!why.empty()) throw Unsupported(cat(n.describe(), ": ", why), n.op_type);
     Step& s = steps_[i];
     s.node = &n;
@@ -81,6 +111,12 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   }
   constants_.resize(slots_.size());
   for (const auto& [name, t] : graph_.initializers) constants_[slots_.at(name)] = t;
+  if (device_ctx_) {
+    ContextScope scope(device_ctx_.get());
+    device_constants_ = constants_;
+    for (Tensor& t : device_constants_)
+      if (uploads(t)) t = device_ctx_->upload(t);
+  }
 
   // Liveness: the last step reading each slot releases it, unless it is an output or constant.
   std::vector<int> last_use(slots_.size(), -1);
@@ -140,8 +176,11 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds,
                                             const std::vector<std::string>& fetch) {
   validate_feeds(feeds);
-  std::vector<Tensor> values = constants_;
-  for (const auto& [name, t] : feeds) values[slot_of(name)] = t;  // may override an initializer
+  DeviceContext* dc = device_ctx_.get();
+  ContextScope scope(dc);
+  std::vector<Tensor> values = dc ? device_constants_ : constants_;
+  for (const auto& [name, t] : feeds)  // may override an initializer
+    values[slot_of(name)] = dc && uploads(t) ? dc->upload(t) : t;
   std::set<int> fetch_slots;
   for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
 
@@ -160,15 +199,19 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
       in.push_back(&values[slot]);
     }
     std::vector<Tensor> outs(s.out.size());
+    const Device where = dc ? dc->placement(node, in) : options_.device;
+    std::vector<Tensor> staged;
+    if (where != Device::CPU) dc->stage_inputs(node, in, staged);
     DType key = kernel_dtype_key(node, in);
+    auto& cache = where == options_.device ? s.kernels : s.host_kernels;
     OpKernel* kernel = nullptr;
-    for (auto& [t, k] : s.kernels)
+    for (auto& [t, k] : cache)
       if (t == key) kernel = k.get();
     if (!kernel) {
-      s.kernels.emplace_back(key, registry_->create(node, options_.device, key));
-      kernel = s.kernels.back().second.get();
+      cache.emplace_back(key, registry_->create(node, where, key));
+      kernel = cache.back().second.get();
     }
-    KernelContext ctx(node, in, &outs, options_.device);
+    KernelContext ctx(node, in, &outs, where, where == Device::CPU ? nullptr : dc);
     try {
       kernel->compute(ctx);
     } catch (const Error&) {
@@ -185,7 +228,7 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
     }
     if (observer_) {
       std::vector<Tensor> seen;
-      for (int slot : s.out) seen.push_back(slot >= 0 ? values[slot] : Tensor());
+      for (int slot : s.out) seen.push_back(slot >= 0 ? to_host(dc, values[slot]) : Tensor());
       observer_(node, seen);
     }
     for (int slot : s.release)
@@ -195,7 +238,7 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
   for (const auto& n : fetch) {
     const Tensor& t = values[slot_of(n)];
     if (!t.defined()) throw Error(cat("value '", n, "' was not computed"));
-    r[n] = t;
+    r[n] = to_host(dc, t);
   }
   return r;
 }

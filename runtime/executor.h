@@ -5,6 +5,10 @@
 // whole graph. Kernels are created lazily per node and dtype, because the dtype key is only known
 // once actual inputs arrive (shapes are taken from the tensors at run time, so a model exported
 // with batch 1 runs with any batch its graph allows).
+//
+// On a device (ExecutorOptions::device = CUDA) feeds and floating constants are uploaded, integer
+// constants stay on the host for shape arithmetic, each node runs where its DeviceContext places
+// it, and run() returns host tensors (the observer also sees host copies).
 #pragma once
 
 #include <functional>
@@ -53,8 +57,10 @@ class Executor {
   const Graph& graph_;
   ExecutorOptions options_;
   const KernelRegistry* registry_;
+  std::unique_ptr<DeviceContext> device_ctx_;  // stream and handles of a device executor
   std::map<std::string, int> slots_;
   std::vector<Tensor> constants_;   // initializer values by slot (undefined for others)
+  std::vector<Tensor> device_constants_;  // on a device: floating constants uploaded once
   std::vector<Step> steps_;
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;

@@ -11,14 +11,47 @@
 
 namespace oat {
 
+// Per-executor state of a device backend (CUDA: the stream, cuBLAS/cuDNN handles, copies).
+// The CPU has none. An executor on a device owns one and hands it to every kernel.
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  virtual Device device() const = 0;
+  // Copies ordered on the context's stream; download waits for the copy to finish.
+  virtual Tensor upload(const Tensor& host) = 0;
+  virtual Tensor download(const Tensor& t) = 0;
+  // Where a node runs given its actual inputs: the device, or Device::CPU for shape arithmetic
+  // (every input already on the host and integer, or no inputs), as ONNX Runtime places shape
+  // subgraphs on the CPU. Host inputs of a device node are uploaded by stage_inputs, except those
+  // the op reads on the host (Reshape's shape, Slice's starts, ...): `staged` owns the copies.
+  virtual Device placement(const Node& node, const std::vector<const Tensor*>& inputs) const = 0;
+  virtual void stage_inputs(const Node& node, std::vector<const Tensor*>& inputs,
+                            std::vector<Tensor>& staged) = 0;
+  // Makes the context current on this thread (its stream orders allocations) until leave().
+  virtual void enter() = 0;
+  virtual void leave() = 0;
+  // Waits for all work queued on the context.
+  virtual void synchronize() = 0;
+};
+
+// nullptr for Device::CPU; the CUDA context otherwise (throws Error when the build has no CUDA
+// backend or no device answers).
+std::unique_ptr<DeviceContext> make_device_context(Device device);
+
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs,
-                Device device)
-      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), device_(device) {}
+                Device device, DeviceContext* device_context = nullptr)
+      : node_(node),
+        inputs_(std::move(inputs)),
+        outputs_(outputs),
+        device_(device),
+        device_context_(device_context) {}
 
   const Node& node() const { return node_; }
   Device device() const { return device_; }
+  // The executor's device state (nullptr on the CPU).
+  DeviceContext* device_context() const { return device_context_; }
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   // nullptr when the optional input is omitted (empty name or beyond the list).
@@ -47,6 +80,7 @@ class KernelContext {
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor>* outputs_;
   Device device_;
+  DeviceContext* device_context_;
 };
 
 class OpKernel {

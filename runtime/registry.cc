@@ -1,6 +1,7 @@
 #include "runtime/registry.h"
 
 #include "runtime/cpu/register.h"
+#include "runtime/cuda/device.h"
 
 namespace oat {
 
@@ -50,6 +51,7 @@ const KernelRegistry& default_registry() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     cpu::register_kernels(r);
+    cuda::register_kernels(r);  // nothing in a build without the CUDA backend
     return r;
   }();
   return registry;

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "runtime/cuda/device.h"
+
 namespace oat {
 
 int64_t numel(const Shape& s) {
@@ -24,6 +26,7 @@ std::string shape_str(const Shape& s) {
 const char* device_name(Device d) { return d == Device::CPU ? "cpu" : "cuda"; }
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  if (device == Device::CUDA) return cuda::allocate_storage(bytes);
   if (device != Device::CPU)
     throw Error(cat("Storage::allocate: no allocator for device ", device_name(device)));
   std::shared_ptr<Storage> s(new Storage());
@@ -80,11 +83,21 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t(dtype_, shape_, device_);
-  if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+  if (nbytes() && device_ == Device::CUDA)
+    cuda::copy_bytes(t.raw_data(), true, raw_data(), true, nbytes());
+  else if (nbytes())
+    std::memcpy(t.raw_data(), raw_data(), nbytes());
   return t;
 }
 
+// Element reads dereference host pointers: a device tensor must be downloaded first.
+static void require_host(const Tensor& t, const char* what) {
+  if (t.device() != Device::CPU)
+    throw Error(cat(what, ": the tensor is on ", device_name(t.device()), ", download it first"));
+}
+
 double Tensor::item_as_double(int64_t i) const {
+  require_host(*this, "Tensor::item_as_double");
   return dispatch_dtype(dtype_, [&](auto tag) -> double {
     using T = decltype(tag);
     return static_cast<double>(static_cast<const T*>(raw_data())[i]);
@@ -92,6 +105,7 @@ double Tensor::item_as_double(int64_t i) const {
 }
 
 int64_t Tensor::item_as_int(int64_t i) const {
+  require_host(*this, "Tensor::item_as_int");
   return dispatch_dtype(dtype_, [&](auto tag) -> int64_t {
     using T = decltype(tag);
     const T v = static_cast<const T*>(raw_data())[i];
@@ -141,6 +155,7 @@ To convert_one(From x) {
 
 Tensor cast_tensor(const Tensor& t, DType to) {
   if (t.dtype() == to) return t;
+  require_host(t, "cast_tensor");
   Tensor out(to, t.shape());
   const int64_t n = t.numel();
   dispatch_dtype(t.dtype(), [&](auto from_tag) {

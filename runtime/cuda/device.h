@@ -1,8 +1,16 @@
-// CUDA backend entry points. The full backend (kernels, cuBLAS, cuDNN) arrives with the CUDA
-// issue; this file is the seam the rest of the code already calls.
+// CUDA backend entry points: the seam the rest of the code calls. Every function here exists in
+// every build; without the backend (runtime/cuda_stub.cc) they answer "not compiled" or throw.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
+
+namespace oat {
+class Storage;
+class DeviceContext;
+class KernelRegistry;
+}  // namespace oat
 
 namespace oat::cuda {
 
@@ -12,5 +20,17 @@ bool compiled();
 int device_count();
 // "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)" or the reason there is none.
 std::string describe_device(int index = 0);
+// Throws Error("no CUDA device: <reason>") unless a device answers.
+void require_device();
+
+// Device memory for a Device::CUDA tensor, from the caching allocator on the current thread's
+// stream (see context.h). Throws Error without the backend.
+std::shared_ptr<Storage> allocate_storage(size_t bytes);
+// Byte copy between devices (dst_cuda / src_cuda say which side is device memory); synchronous.
+void copy_bytes(void* dst, bool dst_cuda, const void* src, bool src_cuda, size_t bytes);
+// A per-executor context: its own stream, cuBLAS and cuDNN handles. Throws Error when no device.
+std::unique_ptr<DeviceContext> make_context();
+// Adds the CUDA kernels to `r` (nothing without the backend).
+void register_kernels(KernelRegistry& r);
 
 }  // namespace oat::cuda

@@ -1,0 +1,58 @@
+// CudaContext: the per-executor device state. Each executor on CUDA owns one stream; every kernel
+// of that executor, its copies and its allocations are ordered on it, so no kernel waits on the
+// host until run() downloads the outputs. cuBLAS and cuDNN handles are created on first use and
+// bound to the stream.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/memory.h"
+#include "runtime/kernel.h"
+
+namespace oat::cuda {
+
+class CudaContext final : public DeviceContext {
+ public:
+  CudaContext();  // throws Error "no CUDA device: ..." when none answers
+  ~CudaContext() override;
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  Device device() const override { return Device::CUDA; }
+  Tensor upload(const Tensor& host) override;
+  Tensor download(const Tensor& t) override;
+  Device placement(const Node& node, const std::vector<const Tensor*>& inputs) const override;
+  void stage_inputs(const Node& node, std::vector<const Tensor*>& inputs,
+                    std::vector<Tensor>& staged) override;
+  void enter() override;
+  void leave() override;
+  void synchronize() override;
+
+  cudaStream_t stream() const { return stream_; }
+  uint64_t stream_id() const { return id_; }
+  cublasHandle_t cublas();
+  cudnnHandle_t cudnn();
+  // Device scratch (cuDNN workspaces) from the caching allocator; keep the tensor alive until the
+  // launch that uses it is queued (later reuse is ordered on the same stream).
+  Tensor scratch(size_t bytes);
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  uint64_t id_ = 0;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  std::vector<CurrentStream> saved_;  // enter() nesting
+};
+
+// Whether input `index` of `op` is read on the host by its CUDA kernel (shapes, axes, starts,
+// scalars like Clip's bounds and the optimizer's learning rate), so it is not uploaded.
+bool reads_on_host(OpId op, int index);
+
+// The CUDA context of a kernel's executor; throws naming the node when there is none.
+CudaContext& cuda_context(const KernelContext& ctx);
+// Input i as a host tensor (downloaded, synchronising, when a kernel produced it on the device).
+Tensor host_input(const KernelContext& ctx, int i);
+
+}  // namespace oat::cuda

@@ -1,0 +1,58 @@
+#include "runtime/cuda/kernels/common.h"
+
+#include "runtime/cpu/broadcast.h"
+
+namespace oat::cuda {
+
+static_assert(static_cast<int>(ElemType::Bool) == static_cast<int>(DType::Bool) &&
+                  static_cast<int>(ElemType::F16) == static_cast<int>(DType::F16) &&
+                  static_cast<int>(ElemType::I64) == static_cast<int>(DType::I64),
+              "ElemType must follow DType's order");
+
+BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins) {
+  const size_t nops = ins.size();
+  if (nops > 3) throw Error("make_broadcast_index: at most 3 operands");
+  std::vector<std::vector<int64_t>> strides;
+  for (const Shape& s : ins) strides.push_back(cpu::broadcast_strides(s, out));
+  // Keep dimensions of size > 1, then merge d into the next kept one when, for every operand,
+  // stride[d] == stride[next] * dims[next] (the pair walks memory as one dimension).
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> st(nops);
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    dims.push_back(out[d]);
+    for (size_t k = 0; k < nops; ++k) st[k].push_back(strides[k][d]);
+  }
+  std::vector<int64_t> mdims;
+  std::vector<std::vector<int64_t>> mst(nops);
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    bool merge = !mdims.empty();
+    for (size_t k = 0; merge && k < nops; ++k)
+      merge = st[k][d] == mst[k].back() * mdims.back();
+    if (merge) {
+      mdims.back() *= dims[d];
+    } else {
+      mdims.push_back(dims[d]);
+      for (size_t k = 0; k < nops; ++k) mst[k].push_back(st[k][d]);
+    }
+  }
+  // mdims is innermost-first; BroadcastIndex is outermost-first.
+  BroadcastIndex ix;
+  if (mdims.size() > static_cast<size_t>(kMaxRank))
+    throw Error(cat("broadcast of ", ins.size(), " operands to ", shape_str(out), " needs ",
+                    mdims.size(), " dimensions after merging; the CUDA kernels take ", kMaxRank));
+  ix.rank = static_cast<int>(mdims.size());
+  bool contiguous = true;
+  for (int d = 0; d < ix.rank; ++d) {
+    const size_t src = mdims.size() - 1 - d;
+    ix.dims[d] = mdims[src];
+    for (size_t k = 0; k < nops; ++k) ix.strides[k][d] = mst[k][src];
+  }
+  for (size_t k = 0; k < nops; ++k)
+    contiguous = contiguous && (ix.rank == 0 || (ix.rank == 1 && ix.strides[k][0] == 1));
+  if (ix.rank == 0) contiguous = numel(out) <= 1;
+  ix.contiguous = contiguous;
+  return ix;
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,27 @@
+// Helpers shared by the .cc halves of the CUDA kernels.
+#pragma once
+
+#include <vector>
+
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/kernels/launch.h"
+#include "runtime/registry.h"
+
+namespace oat::cuda {
+
+inline ElemType elem_type(DType t) { return static_cast<ElemType>(static_cast<int>(t)); }
+
+// The executor's stream for this kernel.
+inline cudaStream_t stream_of(const KernelContext& ctx) { return cuda_context(ctx).stream(); }
+
+// Indexes `ins` (each broadcastable to `out`) over `out`, dimensions of size 1 dropped and
+// adjacent dimensions merged where every operand is contiguous across them. At most 3 operands.
+// Throws Error when more than kMaxRank dimensions remain.
+BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins);
+
+// Registers a CUDA kernel for F32, F16 and BF16 (the set most CUDA kernels take).
+inline void add_floats(KernelRegistry& r, OpId op, const KernelFactory& f) {
+  r.add(op, Device::CUDA, {DType::F32, DType::F16, DType::BF16}, f);
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,220 @@
+// Conv forward and ConvGrad (backward data, filter, bias) through cuDNN 9's convolution API.
+// Each kernel keeps one plan per (X, W, dtype) shape: descriptors and the algorithms cuDNN's
+// heuristics rank first (cudnnGetConvolution*Algorithm_v7: no benchmarking, no synchronisation),
+// chosen once and reused; workspaces come from the caching allocator.
+// Math: FP32 accumulation everywhere (compute type FLOAT); F16/BF16 on tensor cores
+// (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference.
+// Geometry (output size, auto_pad) comes from the CPU's conv_geometry; cuDNN pads symmetrically,
+// so a window whose begin and end padding differ is reported as unsupported.
+//
+//   Y  = X ⋆ W + B                                  (cross-correlation, groups)
+//   dX = cudnnConvolutionBackwardData(W, dY)        dW = ...BackwardFilter(X, dY)
+//   dB[m] = Σ_{n, spatial} dY[n, m, ...]            (...BackwardBias)
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/cudnn_desc.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+constexpr int kAlgoCandidates = 8;
+
+struct ConvPlan {
+  Shape y_shape;
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+  size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+};
+
+// Descriptors for X [N, C, s...] ⋆ W [M, C/group, k...].
+std::unique_ptr<ConvPlan> make_plan(const KernelContext& ctx, const cpu::WindowAttrs& attrs,
+                                    int64_t group, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3 || w.rank() != x.rank())
+    ctx.fail(cat("X ", shape_str(x.shape()), " and W ", shape_str(w.shape()),
+                 " must be (N, C, spatial...) and (M, C/group, kernel...)"));
+  if (w.dtype() != x.dtype())
+    ctx.fail(cat("X is ", dtype_name(x.dtype()), " but W is ", dtype_name(w.dtype())));
+  if (group < 1 || x.dim(1) != w.dim(1) * group || w.dim(0) % group != 0)
+    ctx.fail(cat("channels do not match: X ", shape_str(x.shape()), ", W ", shape_str(w.shape()),
+                 ", group ", group));
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  const cpu::Window3 win = cpu::forward_window(ctx, attrs, x.shape(), kernel);
+  auto plan = std::make_unique<ConvPlan>();
+  plan->y_shape = {x.dim(0), w.dim(0)};
+  for (int64_t d : win.out_shape()) plan->y_shape.push_back(d);
+  const int sd = std::max(win.nd, 2);  // cuDNN's spatial rank
+  std::vector<int> pad, stride, dil;
+  for (int s = 3 - sd; s < 3; ++s) {
+    if (win.pad[s] != win.pad_end[s])
+      throw Unsupported(cat(ctx.node().describe(), ": asymmetric padding (", win.pad[s], " before, ",
+                            win.pad_end[s], " after) has no cuDNN convolution"),
+                        "Conv(asymmetric pads)[cuda]");
+    pad.push_back(static_cast<int>(win.pad[s]));
+    stride.push_back(static_cast<int>(win.stride[s]));
+    dil.push_back(static_cast<int>(win.dil[s]));
+  }
+  const DType t = x.dtype();
+  plan->x.set(t, x.shape());
+  plan->w.set(t, w.shape());
+  plan->y.set(t, plan->y_shape);
+  Shape bshape(x.rank(), 1);
+  bshape[1] = w.dim(0);
+  plan->bias.set(t, bshape);
+  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(plan->conv.get(), sd, pad.data(), stride.data(),
+                                              dil.data(), CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv.get(), static_cast<int>(group)));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(
+      plan->conv.get(), t == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  return plan;
+}
+
+// The first algorithm cuDNN's heuristics rank that reports success.
+template <class Perf>
+auto pick(const KernelContext& ctx, const Perf* perf, int n, const char* what) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
+  ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
+}
+
+// Plans by (X shape, W shape, dtype).
+class PlanCache {
+ public:
+  ConvPlan& get(const KernelContext& ctx, const cpu::WindowAttrs& attrs, int64_t group,
+                const Tensor& x, const Tensor& w, bool backward) {
+    auto key = std::make_tuple(x.shape(), w.shape(), x.dtype());
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(ctx, attrs, group, x, w)).first;
+    ConvPlan& p = *it->second;
+    cudnnHandle_t h = cuda_context(ctx).cudnn();
+    if (!backward && !fwd_ready_.count(key)) {
+      cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCandidates];
+      int n = 0;
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(),
+                                                         p.y.get(), kAlgoCandidates, &n, perf));
+      p.fwd = pick(ctx, perf, n, "forward");
+      CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.conv.get(),
+                                                          p.y.get(), p.fwd, &p.fwd_ws));
+      fwd_ready_.insert(key);
+    }
+    if (backward && !bwd_ready_.count(key)) {
+      cudnnConvolutionBwdDataAlgoPerf_t dperf[kAlgoCandidates];
+      cudnnConvolutionBwdFilterAlgoPerf_t fperf[kAlgoCandidates];
+      int n = 0;
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kAlgoCandidates, &n, dperf));
+      p.bwd_data = pick(ctx, dperf, n, "backward-data");
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), p.bwd_data, &p.bwd_data_ws));
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kAlgoCandidates, &n, fperf));
+      p.bwd_filter = pick(ctx, fperf, n, "backward-filter");
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), p.bwd_filter, &p.bwd_filter_ws));
+      bwd_ready_.insert(key);
+    }
+    return p;
+  }
+
+ private:
+  using Key = std::tuple<Shape, Shape, DType>;
+  std::map<Key, std::unique_ptr<ConvPlan>> plans_;
+  std::set<Key> fwd_ready_, bwd_ready_;
+};
+
+const float kOne = 1.f, kZero = 0.f;
+
+class ConvKernel : public OpKernel {
+ public:
+  explicit ConvKernel(const Node& n)
+      : attrs_(cpu::parse_window_attrs(n)), group_(n.attr_int("group", 1)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    ConvPlan& p = plans_.get(ctx, attrs_, group_, x, w, false);
+    CudaContext& cc = cuda_context(ctx);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), p.y_shape);
+    Tensor ws = cc.scratch(p.fwd_ws);
+    CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.w.get(),
+                                        w.raw_data(), p.conv.get(), p.fwd, ws.raw_data(), p.fwd_ws,
+                                        &kZero, p.y.get(), y.raw_data()));
+    if (const Tensor* b = ctx.input_or_null(2)) {
+      if (b->numel() != w.dim(0) || b->dtype() != x.dtype())
+        ctx.fail(cat("bias ", dtype_name(b->dtype()), " ", shape_str(b->shape()), " must be ",
+                     dtype_name(x.dtype()), " [", w.dim(0), "]"));
+      CUDNN_CHECK(cudnnAddTensor(cc.cudnn(), &kOne, p.bias.get(), b->raw_data(), &kOne, p.y.get(),
+                                 y.raw_data()));
+    }
+  }
+
+ private:
+  cpu::WindowAttrs attrs_;
+  int64_t group_;
+  PlanCache plans_;
+};
+
+// ConvGrad(dY, X, W) -> (dX, dW, dB), each only when the graph asks for it.
+class ConvGradKernel : public OpKernel {
+ public:
+  explicit ConvGradKernel(const Node& n)
+      : attrs_(cpu::parse_window_attrs(n)), group_(n.attr_int("group", 1)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& w = ctx.input(2);
+    ConvPlan& p = plans_.get(ctx, attrs_, group_, x, w, true);
+    if (dy.shape() != p.y_shape || dy.dtype() != x.dtype())
+      ctx.fail(cat("dY ", dtype_name(dy.dtype()), " ", shape_str(dy.shape()), " must be ",
+                   dtype_name(x.dtype()), " ", shape_str(p.y_shape)));
+    CudaContext& cc = cuda_context(ctx);
+    if (ctx.output_requested(0)) {
+      Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+      Tensor ws = cc.scratch(p.bwd_data_ws);
+      CUDNN_CHECK(cudnnConvolutionBackwardData(cc.cudnn(), &kOne, p.w.get(), w.raw_data(),
+                                               p.y.get(), dy.raw_data(), p.conv.get(), p.bwd_data,
+                                               ws.raw_data(), p.bwd_data_ws, &kZero, p.x.get(),
+                                               dx.raw_data()));
+    }
+    if (ctx.output_requested(1)) {
+      Tensor& dw = ctx.allocate_output(1, w.dtype(), w.shape());
+      Tensor ws = cc.scratch(p.bwd_filter_ws);
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.x.get(), x.raw_data(),
+                                                 p.y.get(), dy.raw_data(), p.conv.get(),
+                                                 p.bwd_filter, ws.raw_data(), p.bwd_filter_ws,
+                                                 &kZero, p.w.get(), dw.raw_data()));
+    }
+    if (ctx.output_requested(2)) {
+      Tensor& db = ctx.allocate_output(2, x.dtype(), {w.dim(0)});
+      CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), &kZero,
+                                               p.bias.get(), db.raw_data()));
+    }
+  }
+
+ private:
+  cpu::WindowAttrs attrs_;
+  int64_t group_;
+  PlanCache plans_;
+};
+
+}  // namespace
+
+void register_conv(KernelRegistry& r) {
+  add_floats(r, OpId::Conv, kernel_factory<ConvKernel>());
+  add_floats(r, OpId::ConvGrad, kernel_factory<ConvGradKernel>());
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,189 @@
+// CUDA elementwise kernels: binary arithmetic with numpy broadcasting (Add Sub Mul Div Pow, the
+// variadic Sum Max Min, PRelu), comparisons and logic (bool out), Where, unary math and
+// activations, Cast/CastLike. Device code in binary_impl.cu and unary_impl.cu; F32/F16/BF16
+// compute in float and round once when stored.
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+constexpr bool is_compare(BinaryOp op) {
+  return op >= BinaryOp::Equal && op <= BinaryOp::GreaterOrEqual;
+}
+
+// y = a ⊙ b into a new tensor of the broadcast shape.
+Tensor binary_into(KernelContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, int out) {
+  if (a.dtype() != b.dtype())
+    ctx.fail(cat("inputs have dtypes ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype())));
+  const Shape shape = cpu::broadcast_shapes({a.shape(), b.shape()});
+  const DType ot = is_compare(op) ? DType::Bool : a.dtype();
+  Tensor y = out >= 0 ? ctx.allocate_output(out, ot, shape) : Tensor(ot, shape, Device::CUDA);
+  launch_binary(op, elem_type(a.dtype()), a.raw_data(), b.raw_data(), y.raw_data(), y.numel(),
+                make_broadcast_index(shape, {a.shape(), b.shape()}), stream_of(ctx));
+  return y;
+}
+
+template <BinaryOp Op>
+void binary(KernelContext& ctx) {
+  binary_into(ctx, Op, ctx.input(0), ctx.input(1), 0);
+}
+
+// Sum / Max / Min over 1..n inputs: a left fold of broadcasting binary ops.
+template <BinaryOp Op>
+void variadic(KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  if (n == 1) {
+    ctx.set_output(0, ctx.input(0));
+    return;
+  }
+  Tensor acc = ctx.input(0);
+  for (int i = 1; i < n; ++i) acc = binary_into(ctx, Op, acc, ctx.input(i), i == n - 1 ? 0 : -1);
+}
+
+// Where(cond, X, Y): cond ? X : Y with all three broadcast.
+void where(KernelContext& ctx) {
+  const Tensor& c = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& y = ctx.input(2);
+  if (c.dtype() != DType::Bool) ctx.fail(cat("condition must be bool, got ", dtype_name(c.dtype())));
+  if (x.dtype() != y.dtype())
+    ctx.fail(cat("X and Y have dtypes ", dtype_name(x.dtype()), " and ", dtype_name(y.dtype())));
+  const Shape shape = cpu::broadcast_shapes({c.shape(), x.shape(), y.shape()});
+  Tensor& out = ctx.allocate_output(0, x.dtype(), shape);
+  launch_where(elem_type(x.dtype()), c.data<bool>(), x.raw_data(), y.raw_data(), out.raw_data(),
+               out.numel(), make_broadcast_index(shape, {c.shape(), x.shape(), y.shape()}),
+               stream_of(ctx));
+}
+
+// Attribute defaults as ONNX defines them.
+struct UnaryParams {
+  float alpha = 0.f, beta = 0.f;
+};
+
+UnaryParams params_of(UnaryOp op, const KernelContext& ctx) {
+  const Node& n = ctx.node();
+  switch (op) {
+    case UnaryOp::LeakyRelu: return {n.attr_float("alpha", 0.01f), 0.f};
+    case UnaryOp::HardSigmoid: return {n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
+    case UnaryOp::Elu: case UnaryOp::Celu: case UnaryOp::ThresholdedRelu:
+      return {n.attr_float("alpha", 1.f), 0.f};
+    case UnaryOp::Selu:
+      return {n.attr_float("alpha", 1.67326319217681884765625f),
+              n.attr_float("gamma", 1.05070102214813232421875f)};
+    case UnaryOp::Clip: {
+      // Bounds: attributes before opset 11, optional scalar inputs 1 and 2 after.
+      float lo = -std::numeric_limits<float>::infinity();
+      float hi = std::numeric_limits<float>::infinity();
+      if (n.opset < 11) {
+        lo = n.attr_float("min", lo);
+        hi = n.attr_float("max", hi);
+      } else {
+        if (ctx.has_input(1)) lo = static_cast<float>(host_input(ctx, 1).item_as_double());
+        if (ctx.has_input(2)) hi = static_cast<float>(host_input(ctx, 2).item_as_double());
+      }
+      return {lo, hi};
+    }
+    default: return {};
+  }
+}
+
+template <UnaryOp Op>
+void unary(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  UnaryOp op = Op;
+  if (Op == UnaryOp::Gelu && ctx.node().attr_string("approximate", "none") == "tanh")
+    op = UnaryOp::GeluTanh;
+  const UnaryParams p = params_of(Op, ctx);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  launch_unary(op, elem_type(x.dtype()), x.raw_data(), y.raw_data(), y.numel(), p.alpha, p.beta,
+               stream_of(ctx));
+}
+
+// Cast's 'to' (TensorProto.DataType codes, opset 6 on).
+DType cast_target(const Node& n) {
+  const Attribute* a = n.attr("to");
+  if (!a || a->kind != Attribute::Kind::Int)
+    throw Error(cat(n.describe(), ": 'to' must be an integer TensorProto data type"));
+  switch (a->i) {
+    case 1: return DType::F32;
+    case 2: return DType::U8;
+    case 3: return DType::I8;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 9: return DType::Bool;
+    case 10: return DType::F16;
+    case 11: return DType::F64;
+    case 16: return DType::BF16;
+    default: break;
+  }
+  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
+                    cat(n.op_type, "(to=", a->i, ")"));
+}
+
+void cast_to(KernelContext& ctx, DType to) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() == to) {
+    ctx.set_output(0, x);
+    return;
+  }
+  Tensor& y = ctx.allocate_output(0, to, x.shape());
+  launch_cast(elem_type(x.dtype()), elem_type(to), x.raw_data(), y.raw_data(), y.numel(),
+              stream_of(ctx));
+}
+
+class CastKernel : public OpKernel {
+ public:
+  explicit CastKernel(const Node& n) : to_(cast_target(n)) {}
+  void compute(KernelContext& ctx) override { cast_to(ctx, to_); }
+
+ private:
+  DType to_;
+};
+
+void cast_like(KernelContext& ctx) { cast_to(ctx, ctx.input(1).dtype()); }
+
+}  // namespace
+
+void register_elementwise(KernelRegistry& r) {
+  const Device D = Device::CUDA;
+  add_floats(r, OpId::Add, function_kernel(binary<BinaryOp::Add>));
+  add_floats(r, OpId::Sub, function_kernel(binary<BinaryOp::Sub>));
+  add_floats(r, OpId::Mul, function_kernel(binary<BinaryOp::Mul>));
+  add_floats(r, OpId::Div, function_kernel(binary<BinaryOp::Div>));
+  add_floats(r, OpId::Pow, function_kernel(binary<BinaryOp::Pow>));
+  add_floats(r, OpId::PRelu, function_kernel(binary<BinaryOp::PRelu>));
+  add_floats(r, OpId::Sum, function_kernel(variadic<BinaryOp::Add>));
+  add_floats(r, OpId::Max, function_kernel(variadic<BinaryOp::Max>));
+  add_floats(r, OpId::Min, function_kernel(variadic<BinaryOp::Min>));
+  add_floats(r, OpId::Equal, function_kernel(binary<BinaryOp::Equal>));
+  add_floats(r, OpId::Less, function_kernel(binary<BinaryOp::Less>));
+  add_floats(r, OpId::Greater, function_kernel(binary<BinaryOp::Greater>));
+  add_floats(r, OpId::LessOrEqual, function_kernel(binary<BinaryOp::LessOrEqual>));
+  add_floats(r, OpId::GreaterOrEqual, function_kernel(binary<BinaryOp::GreaterOrEqual>));
+  r.add(OpId::And, D, DType::Bool, function_kernel(binary<BinaryOp::And>));
+  r.add(OpId::Or, D, DType::Bool, function_kernel(binary<BinaryOp::Or>));
+  r.add(OpId::Xor, D, DType::Bool, function_kernel(binary<BinaryOp::Xor>));
+  // Where is keyed by X's dtype (kernel_dtype_key); the copy only looks at element sizes.
+  r.add(OpId::Where, D, {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
+                         DType::I8, DType::U8, DType::Bool},
+        function_kernel(where));
+#define OAT_UNARY(name) add_floats(r, OpId::name, function_kernel(unary<UnaryOp::name>));
+  OAT_UNARY(Sqrt) OAT_UNARY(Exp) OAT_UNARY(Log) OAT_UNARY(Neg) OAT_UNARY(Abs)
+  OAT_UNARY(Reciprocal) OAT_UNARY(Floor) OAT_UNARY(Ceil) OAT_UNARY(Sign) OAT_UNARY(Round)
+  OAT_UNARY(Sin) OAT_UNARY(Cos) OAT_UNARY(Relu) OAT_UNARY(LeakyRelu) OAT_UNARY(Sigmoid)
+  OAT_UNARY(HardSigmoid) OAT_UNARY(HardSwish) OAT_UNARY(Tanh) OAT_UNARY(Clip) OAT_UNARY(Erf)
+  OAT_UNARY(Gelu) OAT_UNARY(Elu) OAT_UNARY(Selu) OAT_UNARY(Celu) OAT_UNARY(Softplus)
+  OAT_UNARY(Softsign) OAT_UNARY(ThresholdedRelu) OAT_UNARY(Mish)
+#undef OAT_UNARY
+  r.add(OpId::Cast, D, kAnyDType, kernel_factory<CastKernel>());
+  r.add(OpId::CastLike, D, kAnyDType, function_kernel(cast_like));
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,38 @@
+// Launchers of the elementwise CUDA kernels (binary_impl.cu, unary_impl.cu). Arithmetic runs in
+// float for F32/F16/BF16 storage (one rounding when the result is stored), as the CPU reference
+// emulates low precision.
+#pragma once
+
+#include "runtime/cuda/kernels/launch.h"
+
+namespace oat::cuda {
+
+enum class BinaryOp : int {
+  Add, Sub, Mul, Div, Pow, Max, Min, PRelu,       // T, T -> T         (F32 F16 BF16)
+  Equal, Less, Greater, LessOrEqual, GreaterOrEqual,  // T, T -> bool
+  And, Or, Xor                                    // bool, bool -> bool
+};
+void launch_binary(BinaryOp op, ElemType t, const void* a, const void* b, void* y, int64_t n,
+                   const BroadcastIndex& ix, cudaStream_t s);
+// out = cond ? x : y (any 1-, 2-, 4- or 8-byte element type).
+void launch_where(ElemType t, const bool* cond, const void* x, const void* y, void* out,
+                  int64_t n, const BroadcastIndex& ix, cudaStream_t s);
+// out[i] = x[offset(i)]: a broadcasting copy (Expand, Gemm's C, Tile through a reshaped view).
+void launch_broadcast_copy(int elem_bytes, const void* x, void* out, int64_t n,
+                           const BroadcastIndex& ix, cudaStream_t s);
+
+enum class UnaryOp : int {
+  Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sign, Round, Sin, Cos,
+  Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, GeluTanh, Elu, Selu,
+  Celu, Softplus, Softsign, ThresholdedRelu, Mish
+};
+// alpha/beta: the op's attributes (LeakyRelu alpha; HardSigmoid alpha, beta; Clip min, max;
+// Selu alpha, gamma; Elu/Celu/ThresholdedRelu alpha).
+void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, float alpha,
+                  float beta, cudaStream_t s);
+
+// ONNX Cast between any two element types (float -> int truncates toward zero, NaN -> 0;
+// -> bool is x != 0; -> F16/BF16 rounds to nearest even).
+void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, cudaStream_t s);
+
+}  // namespace oat::cuda

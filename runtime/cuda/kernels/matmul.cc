@@ -1,0 +1,170 @@
+// MatMul and Gemm through cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F: F16/BF16 operands
+// run on tensor cores and accumulate in FP32 (the same rule the CPU reference emulates); F32 stays
+// true FP32 (no TF32), so it matches the CPU reference.
+//
+// Row-major C[M,N] = A'[M,K]·B'[K,N] is, read column-major, Cᵀ = B'ᵀ·A'ᵀ: cuBLAS is asked for an
+// N×M product with the operands swapped. A row-major [r,c] buffer is a column-major c×r matrix
+// with leading dimension c, so an untransposed operand needs CUBLAS_OP_N and a transposed one
+// CUBLAS_OP_T.
+//
+// MatMul follows numpy: 1-D operands get a 1 prepended (A) or appended (B) and removed from the
+// result; batch dimensions broadcast. A batch operand that is one matrix (all batch dims 1) has
+// stride 0; one whose batch shape equals the result's has stride M·K (or K·N); anything else
+// (both sides broadcast partly) loops over the result's batch with one GEMM each.
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    default: break;
+  }
+  throw Error(cat("cuBLAS: no GEMM for dtype ", dtype_name(t)));
+}
+
+struct GemmShape {
+  bool ta = false, tb = false;
+  int64_t M = 0, N = 0, K = 0;
+};
+
+// C[i] = alpha·A'[i]·B'[i] + beta·C[i] for i < batch, element strides sa/sb/sc between matrices.
+void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
+          const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
+  if (g.M == 0 || g.N == 0 || batch == 0) return;
+  const cudaDataType_t ct = cuda_type(t);
+  const int lda = static_cast<int>(g.ta ? g.M : g.K);
+  const int ldb = static_cast<int>(g.tb ? g.K : g.N);
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cuda_context(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+      static_cast<int>(g.N), static_cast<int>(g.M), static_cast<int>(g.K), &alpha, B, ct, ldb, sb,
+      A, ct, lda, sa, &beta, C, ct, static_cast<int>(g.N), sc, static_cast<int>(batch),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void matmul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.rank() < 1 || b.rank() < 1)
+    ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(a.shape()), " x ",
+                 shape_str(b.shape())));
+  if (a.dtype() != b.dtype())
+    ctx.fail(cat("operands have dtypes ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype())));
+  Shape sa = a.shape(), sb = b.shape();
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  GemmShape g;
+  g.M = sa[sa.size() - 2];
+  g.K = sa.back();
+  g.N = sb.back();
+  if (sb[sb.size() - 2] != g.K)
+    ctx.fail(cat("inner dimensions differ: ", shape_str(a.shape()), " x ", shape_str(b.shape())));
+  const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  Shape batch;
+  try {
+    batch = cpu::broadcast_shapes({ba, bb});
+  } catch (const Error&) {
+    ctx.fail(cat("batch dimensions do not broadcast: ", shape_str(a.shape()), " x ",
+                 shape_str(b.shape())));
+  }
+  Shape out = batch;
+  if (!a_vec) out.push_back(g.M);
+  if (!b_vec) out.push_back(g.N);
+  Tensor& y = ctx.allocate_output(0, a.dtype(), out);
+  const int64_t nb = numel(batch), mk = g.M * g.K, kn = g.K * g.N, mn = g.M * g.N;
+  auto stride_of = [&](const Shape& s, int64_t mat) -> int64_t {
+    if (numel(s) == 1) return 0;
+    Shape padded(batch.size() - s.size(), 1);
+    padded.insert(padded.end(), s.begin(), s.end());
+    return padded == batch ? mat : -1;
+  };
+  const int64_t stride_a = stride_of(ba, mk), stride_b = stride_of(bb, kn);
+  if (stride_a >= 0 && stride_b >= 0) {
+    gemm(ctx, a.dtype(), g, 1.f, a.raw_data(), stride_a, b.raw_data(), stride_b, 0.f, y.raw_data(),
+         mn, nb);
+    return;
+  }
+  // Both operands broadcast partly: one GEMM per result matrix.
+  const auto str_a = cpu::broadcast_strides(ba, batch), str_b = cpu::broadcast_strides(bb, batch);
+  const size_t es = dtype_size(a.dtype());
+  std::vector<int64_t> idx(batch.size(), 0);
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      oa += idx[d] * str_a[d];
+      ob += idx[d] * str_b[d];
+    }
+    gemm(ctx, a.dtype(), g, 1.f, static_cast<const char*>(a.raw_data()) + oa * mk * es, 0,
+         static_cast<const char*>(b.raw_data()) + ob * kn * es, 0, 0.f,
+         static_cast<char*>(y.raw_data()) + i * mn * es, 0, 1);
+    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Gemm: Y = alpha·A'·B' + beta·C, A' = transA ? Aᵀ : A ([M,K]), B' likewise ([K,N]), C
+// broadcast to [M,N] (copied into Y first, then the GEMM accumulates with beta).
+class GemmKernel : public OpKernel {
+ public:
+  explicit GemmKernel(const Node& n)
+      : ta_(n.attr_int("transA", 0) != 0),
+        tb_(n.attr_int("transB", 0) != 0),
+        alpha_(n.attr_float("alpha", 1.0f)),
+        beta_(n.attr_float("beta", 1.0f)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.rank() != 2 || b.rank() != 2)
+      ctx.fail(cat("Gemm needs 2-D A and B, got ", shape_str(a.shape()), " and ",
+                   shape_str(b.shape())));
+    if (a.dtype() != b.dtype())
+      ctx.fail(cat("A and B have dtypes ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype())));
+    GemmShape g{ta_, tb_, ta_ ? a.dim(1) : a.dim(0), tb_ ? b.dim(0) : b.dim(1),
+                ta_ ? a.dim(0) : a.dim(1)};
+    const int64_t kb = tb_ ? b.dim(1) : b.dim(0);
+    if (kb != g.K)
+      ctx.fail(cat("inner dimensions differ: A ", shape_str(a.shape()), " (transA=", ta_,
+                   ") x B ", shape_str(b.shape()), " (transB=", tb_, ")"));
+    Tensor& y = ctx.allocate_output(0, a.dtype(), {g.M, g.N});
+    float beta = 0.f;
+    if (const Tensor* c = ctx.input_or_null(2); c && beta_ != 0.f) {
+      if (c->dtype() != a.dtype())
+        ctx.fail(cat("C has dtype ", dtype_name(c->dtype()), ", A ", dtype_name(a.dtype())));
+      const Shape mn{g.M, g.N};
+      bool ok = c->rank() <= 2;
+      for (int d = 0; ok && d < c->rank(); ++d) {
+        const int64_t cd = c->shape()[c->rank() - 1 - d];
+        ok = cd == 1 || cd == mn[1 - d];
+      }
+      if (!ok) ctx.fail(cat("C ", shape_str(c->shape()), " does not broadcast to [", g.M, ", ", g.N, "]"));
+      launch_broadcast_copy(static_cast<int>(dtype_size(c->dtype())), c->raw_data(), y.raw_data(),
+                            y.numel(), make_broadcast_index(mn, {c->shape()}), stream_of(ctx));
+      beta = beta_;
+    }
+    gemm(ctx, a.dtype(), g, alpha_, a.raw_data(), 0, b.raw_data(), 0, beta, y.raw_data(), 0, 1);
+  }
+
+ private:
+  bool ta_, tb_;
+  float alpha_, beta_;
+};
+
+}  // namespace
+
+void register_matmul(KernelRegistry& r) {
+  add_floats(r, OpId::MatMul, function_kernel(matmul));
+  add_floats(r, OpId::Gemm, kernel_factory<GemmKernel>());
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,251 @@
+// Data movement on CUDA: Transpose, Expand, Slice (strided reads through the broadcast-copy
+// kernel: out[i] = x[base + Σ idx_d·stride_d]), Concat and Split (row copies with
+// cudaMemcpy2DAsync: each input is a [outer, len·inner] block of the [outer, total·inner] output),
+// Gather (movement_impl.cu). Every dtype: only bytes move.
+#include <algorithm>
+
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/movement_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+int norm_axis(const KernelContext& ctx, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) ctx.fail(cat("axis ", axis, " is out of range for rank ", rank));
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// out[i] = x[base + Σ idx_d·strides_d] over `out` (strides in elements, may be 0 or negative).
+void strided_copy(KernelContext& ctx, const Tensor& x, int64_t base, const Shape& out,
+                  const std::vector<int64_t>& strides, Tensor& y) {
+  if (out.size() > static_cast<size_t>(kMaxRank))
+    ctx.fail(cat("rank ", out.size(), " is above the CUDA kernels' ", kMaxRank));
+  BroadcastIndex ix;
+  ix.rank = static_cast<int>(out.size());
+  for (int d = 0; d < ix.rank; ++d) {
+    ix.dims[d] = out[d];
+    ix.strides[0][d] = strides[d];
+  }
+  ix.contiguous = false;
+  const size_t es = dtype_size(x.dtype());
+  launch_broadcast_copy(static_cast<int>(es), static_cast<const char*>(x.raw_data()) + base * es,
+                        y.raw_data(), y.numel(), ix, stream_of(ctx));
+}
+
+// Transpose: Y[i_0..i_r) = X[i_perm⁻¹...]: output dim d reads input dim perm[d]
+// (default perm: reversed).
+void transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int r = x.rank();
+  std::vector<int64_t> perm = ctx.node().attr_ints("perm");
+  if (perm.empty())
+    for (int d = r - 1; d >= 0; --d) perm.push_back(d);
+  if (static_cast<int>(perm.size()) != r)
+    ctx.fail(cat("perm ", shape_str(perm), " does not match input ", shape_str(x.shape())));
+  const auto in_strides = cpu::contiguous_strides(x.shape());
+  Shape out(r);
+  std::vector<int64_t> strides(r);
+  std::vector<bool> seen(r, false);
+  for (int d = 0; d < r; ++d) {
+    const int p = norm_axis(ctx, perm[d], r);
+    if (seen[p]) ctx.fail(cat("perm ", shape_str(perm), " repeats axis ", p));
+    seen[p] = true;
+    out[d] = x.shape()[p];
+    strides[d] = in_strides[p];
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  strided_copy(ctx, x, 0, out, strides, y);
+}
+
+// Expand(X, shape): X broadcast to broadcast(X.shape, shape).
+void expand(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Shape want = host_input(ctx, 1).to_int_vector();
+  const Shape out = cpu::broadcast_shapes({x.shape(), want});
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  launch_broadcast_copy(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), y.raw_data(),
+                        y.numel(), make_broadcast_index(out, {x.shape()}), stream_of(ctx));
+}
+
+// Slice(data, starts, ends, axes?, steps?) (attributes before opset 10). Per axis, negative
+// starts/ends count from the end; step > 0 clamps both to [0, dim], step < 0 to [-1, dim-1];
+// the count is max(0, ⌈(end − start) / step⌉).
+void slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Node& n = ctx.node();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (n.opset < 10) {
+    starts = n.attr_ints("starts");
+    ends = n.attr_ints("ends");
+    axes = n.attr_ints("axes");
+  } else {
+    starts = host_input(ctx, 1).to_int_vector();
+    ends = host_input(ctx, 2).to_int_vector();
+    if (ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
+    if (ctx.has_input(4)) steps = host_input(ctx, 4).to_int_vector();
+  }
+  const int r = x.rank();
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps must have the same length");
+  const auto in_strides = cpu::contiguous_strides(x.shape());
+  Shape out = x.shape();
+  std::vector<int64_t> strides = in_strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int a = norm_axis(ctx, axes[i], r);
+    const int64_t dim = x.shape()[a], step = steps[i];
+    if (step == 0) ctx.fail("slice step must not be 0");
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step)
+                                   : std::max<int64_t>(0, (s - e - step - 1) / -step);
+    out[a] = count;
+    strides[a] = in_strides[a] * step;
+    if (count > 0) base += s * in_strides[a];
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  strided_copy(ctx, x, base, out, strides, y);
+}
+
+// [outer, len·inner] blocks of a [outer, total·inner] array, in bytes.
+void copy_rows(KernelContext& ctx, void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
+               int64_t width, int64_t rows) {
+  if (width == 0 || rows == 0) return;
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows,
+                               cudaMemcpyDeviceToDevice, stream_of(ctx)));
+}
+
+void concat(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  const int r = x0.rank();
+  const int axis = norm_axis(ctx, ctx.node().attr_int("axis", 0), r);
+  Shape out = x0.shape();
+  out[axis] = 0;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    bool ok = t.rank() == r && t.dtype() == x0.dtype();
+    for (int d = 0; ok && d < r; ++d) ok = d == axis || t.shape()[d] == x0.shape()[d];
+    if (!ok)
+      ctx.fail(cat("input ", i, " ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                   " does not match input 0 ", dtype_name(x0.dtype()), " ", shape_str(x0.shape()),
+                   " outside axis ", axis));
+    out[axis] += t.shape()[axis];
+  }
+  Tensor& y = ctx.allocate_output(0, x0.dtype(), out);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= out[d];
+  for (int d = axis + 1; d < r; ++d) inner *= out[d];
+  const int64_t es = static_cast<int64_t>(dtype_size(x0.dtype()));
+  const int64_t pitch = out[axis] * inner * es;
+  int64_t offset = 0;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    const int64_t width = t.shape()[axis] * inner * es;
+    copy_rows(ctx, static_cast<char*>(y.raw_data()) + offset, pitch, t.raw_data(), width, width,
+              outer);
+    offset += width;
+  }
+}
+
+// Split(X, split?) -> Y_0..Y_{n-1}: sizes from the 'split' input (opset 13), attribute (before),
+// or equal parts (the last smaller when opset 18's num_outputs does not divide the dim).
+void split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Node& n = ctx.node();
+  const int axis = norm_axis(ctx, n.attr_int("axis", 0), x.rank());
+  const int64_t dim = x.shape()[axis];
+  const int parts = ctx.num_outputs();
+  std::vector<int64_t> sizes;
+  if (n.opset >= 13 && ctx.has_input(1)) sizes = host_input(ctx, 1).to_int_vector();
+  else if (n.opset < 13) sizes = n.attr_ints("split");
+  if (sizes.empty()) {
+    const int64_t each = (dim + parts - 1) / parts;
+    for (int i = 0; i < parts; ++i) sizes.push_back(std::clamp<int64_t>(dim - each * i, 0, each));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (static_cast<int>(sizes.size()) != parts || total != dim)
+    ctx.fail(cat("split sizes ", shape_str(sizes), " do not cover dim ", dim, " in ", parts,
+                 " outputs"));
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  const int64_t es = static_cast<int64_t>(dtype_size(x.dtype()));
+  int64_t offset = 0;
+  for (int i = 0; i < parts; ++i) {
+    Shape s = x.shape();
+    s[axis] = sizes[i];
+    const int64_t width = sizes[i] * inner * es;
+    if (ctx.output_requested(i)) {
+      Tensor& y = ctx.allocate_output(i, x.dtype(), s);
+      copy_rows(ctx, y.raw_data(), width, static_cast<const char*>(x.raw_data()) + offset,
+                dim * inner * es, width, outer);
+    }
+    offset += width;
+  }
+}
+
+// Gather(X, indices, axis): Y = X[..., indices, ...]; indices checked on the host when they are
+// there (constants and feeds), by a device flag (one synchronisation) otherwise.
+void gather(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& idx = ctx.input(1);
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    ctx.fail(cat("indices must be int64 or int32, got ", dtype_name(idx.dtype())));
+  const int axis = norm_axis(ctx, ctx.node().attr_int("axis", 0), x.rank());
+  const int64_t dim = x.shape()[axis];
+  Shape out(x.shape().begin(), x.shape().begin() + axis);
+  out.insert(out.end(), idx.shape().begin(), idx.shape().end());
+  out.insert(out.end(), x.shape().begin() + axis + 1, x.shape().end());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  CudaContext& cc = cuda_context(ctx);
+  Tensor dev_idx = idx;
+  Tensor flag;
+  if (idx.device() == Device::CPU) {
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const int64_t k = idx.item_as_int(i);
+      if (k < -dim || k >= dim)
+        ctx.fail(cat("index ", k, " is out of range for axis ", axis, " of ", shape_str(x.shape())));
+    }
+    dev_idx = cc.upload(idx);
+  } else {
+    flag = Tensor(DType::I32, {}, Device::CUDA);
+    CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int32_t), cc.stream()));
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  launch_gather(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), dev_idx.raw_data(),
+                idx.dtype() == DType::I64, y.raw_data(), outer, dim, inner, idx.numel(),
+                flag.defined() ? flag.data<int32_t>() : nullptr, cc.stream());
+  if (flag.defined() && cc.download(flag).item_as_int() != 0)
+    ctx.fail(cat("an index is out of range for axis ", axis, " of ", shape_str(x.shape())));
+}
+
+}  // namespace
+
+void register_movement(KernelRegistry& r) {
+  const Device D = Device::CUDA;
+  r.add(OpId::Transpose, D, kAnyDType, function_kernel(transpose));
+  r.add(OpId::Expand, D, kAnyDType, function_kernel(expand));
+  r.add(OpId::Slice, D, kAnyDType, function_kernel(slice));
+  r.add(OpId::Concat, D, kAnyDType, function_kernel(concat));
+  r.add(OpId::Split, D, kAnyDType, function_kernel(split));
+  r.add(OpId::Gather, D, kAnyDType, function_kernel(gather));
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,56 @@
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/movement_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+template <class W, class I>
+__global__ void gather_kernel(const W* x, const I* idx, W* y, int64_t outer, int64_t axis_dim,
+                              int64_t inner, int64_t count, int* bad) {
+  const int64_t n = outer * count * inner;
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    const int64_t i = e % inner;
+    const int64_t j = (e / inner) % count;
+    const int64_t o = e / (inner * count);
+    int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < 0) k += axis_dim;
+    if (k < 0 || k >= axis_dim) {
+      if (bad) *bad = 1;
+      y[e] = W{};
+    } else {
+      y[e] = x[(o * axis_dim + k) * inner + i];
+    }
+  }
+}
+
+}  // namespace
+
+void launch_gather(int elem_bytes, const void* x, const void* indices, bool indices_i64, void* y,
+                   int64_t outer, int64_t axis_dim, int64_t inner, int64_t count, int* bad,
+                   cudaStream_t s) {
+  const int64_t n = outer * count * inner;
+  if (n == 0) return;
+  auto go = [&](auto word) {
+    using W = decltype(word);
+    if (indices_i64)
+      gather_kernel<W, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const W*>(x), static_cast<const int64_t*>(indices), static_cast<W*>(y),
+          outer, axis_dim, inner, count, bad);
+    else
+      gather_kernel<W, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const W*>(x), static_cast<const int32_t*>(indices), static_cast<W*>(y),
+          outer, axis_dim, inner, count, bad);
+  };
+  switch (elem_bytes) {
+    case 1: go(uint8_t{}); break;
+    case 2: go(uint16_t{}); break;
+    case 4: go(uint32_t{}); break;
+    case 8: go(uint64_t{}); break;
+    default: throw std::runtime_error("Gather: unsupported element size");
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,186 @@
+// Fused mixed-precision kernels on CUDA, the device side of the graph ops in
+// runtime/cpu/kernels/optimizer.cc (same inputs, outputs and formulas):
+//
+// UnscaleAndCheck(inv_scale, G₁..Gₙ) -> (G₁'..Gₙ' FP32, found_inf): ONE launch over all
+//   gradients (a table of (src, dst, n) in device memory, one block per 4096-element chunk);
+//   found_inf is a device bool that no one reads on the host: it feeds the updates' `skip`.
+// SGDUpdate(P, G, V?, lr, skip?) -> (P', V'[, P_low])
+// AdamUpdate(P, G, M, V, lr, step, skip?) -> (P', M', V'[, P_low])
+//   P, V, M are the FP32 masters; G is FP32 or F16/BF16 (widened in the kernel). `skip` stays on
+//   the device: when it is true the kernel copies every input to its output, so the step
+//   decision needs no host synchronisation. The CUDA extension: an optional last output P_low
+//   receives P' rounded to the 'working_type' attribute (TensorProto code 10 = FLOAT16, 16 =
+//   BFLOAT16; default FLOAT16), the working copy FP16 nodes read, written in the same pass.
+// update_loss_scale (amp.h): the dynamic scale update on the device.
+#include <cmath>
+
+#include "runtime/cuda/amp.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/optimizer_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+void check_f32(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DType::F32)
+    ctx.fail(cat(what, " must be float32 (the master copy), got ", dtype_name(t.dtype())));
+}
+
+void check_grad(const KernelContext& ctx, const Tensor& p, const Tensor& g) {
+  if (g.shape() != p.shape())
+    ctx.fail(cat("the gradient has shape ", shape_str(g.shape()), ", the parameter ",
+                 shape_str(p.shape())));
+  if (g.dtype() != DType::F32 && g.dtype() != DType::F16 && g.dtype() != DType::BF16)
+    ctx.fail(cat("the gradient has dtype ", dtype_name(g.dtype())));
+}
+
+const bool* skip_flag(const KernelContext& ctx, int i) {
+  const Tensor* s = ctx.input_or_null(i);
+  if (!s) return nullptr;
+  if (s->dtype() != DType::Bool || s->numel() != 1)
+    ctx.fail(cat("skip must be a bool scalar, got ", dtype_name(s->dtype()), " ",
+                 shape_str(s->shape())));
+  return s->data<bool>();
+}
+
+// The optional working-copy output at index `out`: (pointer, ElemType) or (nullptr, 0).
+std::pair<void*, int> working_copy(KernelContext& ctx, int out, const Tensor& p) {
+  if (!ctx.output_requested(out)) return {nullptr, 0};
+  const int64_t code = ctx.node().attr_int("working_type", 10);
+  if (code != 10 && code != 16)
+    ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
+  const DType t = code == 10 ? DType::F16 : DType::BF16;
+  Tensor& low = ctx.allocate_output(out, t, p.shape());
+  return {low.raw_data(), static_cast<int>(elem_type(t))};
+}
+
+void unscale_and_check(KernelContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  if (n < 1) ctx.fail("needs inv_scale and at least one gradient");
+  if (ctx.num_outputs() != n + 1)
+    ctx.fail(cat(n, " gradients need ", n + 1, " outputs (the gradients and found_inf), got ",
+                 ctx.num_outputs()));
+  const Tensor& inv = ctx.input(0);
+  if (inv.numel() != 1 || inv.dtype() != DType::F32)
+    ctx.fail(cat("inv_scale must be a float32 scalar, got ", dtype_name(inv.dtype()), " ",
+                 shape_str(inv.shape())));
+  CudaContext& cc = cuda_context(ctx);
+  std::vector<UnscaleEntry> table;
+  int64_t blocks = 0;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i + 1);
+    if (g.dtype() != DType::F32 && g.dtype() != DType::F16 && g.dtype() != DType::BF16)
+      ctx.fail(cat("gradient ", i, " has dtype ", dtype_name(g.dtype()), "; gradients are floats"));
+    Tensor& o = ctx.allocate_output(i, DType::F32, g.shape());
+    if (g.numel() == 0) continue;
+    table.push_back({g.raw_data(), o.data<float>(), g.numel(), blocks,
+                     static_cast<int>(elem_type(g.dtype())), 0});
+    blocks += (g.numel() + kUnscaleChunk - 1) / kUnscaleChunk;
+  }
+  Tensor& found = ctx.allocate_output(n, DType::Bool, {});
+  CUDA_CHECK(cudaMemsetAsync(found.raw_data(), 0, 1, cc.stream()));
+  if (table.empty()) return;
+  Tensor dev_table = cc.scratch(table.size() * sizeof(UnscaleEntry));
+  // Pageable source: the copy is staged before cudaMemcpyAsync returns, so `table` may go.
+  CUDA_CHECK(cudaMemcpyAsync(dev_table.raw_data(), table.data(), table.size() * sizeof(UnscaleEntry),
+                             cudaMemcpyHostToDevice, cc.stream()));
+  launch_unscale(static_cast<const UnscaleEntry*>(dev_table.raw_data()),
+                 static_cast<int>(table.size()), blocks, inv.data<float>(),
+                 found.data<bool>(), cc.stream());
+}
+
+void sgd_update(KernelContext& ctx) {
+  const Node& nd = ctx.node();
+  SgdParams prm{};
+  prm.momentum = nd.attr_float("momentum", 0.0f);
+  prm.dampening = nd.attr_float("dampening", 0.0f);
+  prm.weight_decay = nd.attr_float("weight_decay", 0.0f);
+  prm.nesterov = nd.attr_int("nesterov", 0) != 0;
+  const Tensor& p = ctx.input(0);
+  const Tensor& g = ctx.input(1);
+  const Tensor* v = ctx.input_or_null(2);
+  check_f32(ctx, p, "the parameter");
+  check_grad(ctx, p, g);
+  if (prm.momentum != 0.f && !v) ctx.fail("momentum needs the velocity input");
+  if (v) {
+    check_f32(ctx, *v, "the velocity");
+    if (v->shape() != p.shape()) ctx.fail("the velocity and the parameter differ in shape");
+  }
+  prm.lr = static_cast<float>(host_input(ctx, 3).item_as_double());
+  Tensor& po = ctx.allocate_output(0, DType::F32, p.shape());
+  float* vo = nullptr;
+  if (prm.momentum != 0.f) vo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
+  else if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
+  const auto [low, low_type] = working_copy(ctx, 2, p);
+  launch_sgd(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
+             v ? v->data<float>() : nullptr, po.data<float>(), vo, low, low_type, p.numel(), prm,
+             skip_flag(ctx, 4), stream_of(ctx));
+}
+
+void adam_update(KernelContext& ctx) {
+  const Node& nd = ctx.node();
+  const double b1 = nd.attr_float("beta1", 0.9f), b2 = nd.attr_float("beta2", 0.999f);
+  const double lambda = nd.attr_float("weight_decay", 0.0f);
+  const bool decoupled = nd.attr_int("decoupled", 0) != 0;
+  const Tensor& p = ctx.input(0);
+  const Tensor& g = ctx.input(1);
+  const Tensor& m = ctx.input(2);
+  const Tensor& v = ctx.input(3);
+  check_f32(ctx, p, "the parameter");
+  check_f32(ctx, m, "the first moment");
+  check_f32(ctx, v, "the second moment");
+  check_grad(ctx, p, g);
+  if (m.shape() != p.shape() || v.shape() != p.shape())
+    ctx.fail("the moments and the parameter differ in shape");
+  const double lr = host_input(ctx, 4).item_as_double();
+  const double t = static_cast<double>(host_input(ctx, 5).item_as_int());
+  if (t < 1) ctx.fail(cat("step must be >= 1, got ", t));
+  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+  AdamParams prm{};
+  prm.beta1 = static_cast<float>(b1);
+  prm.beta2 = static_cast<float>(b2);
+  prm.eps = nd.attr_float("epsilon", 1e-8f);
+  prm.step_size = static_cast<float>(lr / c1);
+  prm.inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
+  prm.decay = static_cast<float>(decoupled ? 1.0 - lr * lambda : 1.0);
+  prm.l2 = static_cast<float>(decoupled ? 0.0 : lambda);
+  float* po = ctx.allocate_output(0, DType::F32, p.shape()).data<float>();
+  float* mo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
+  float* vo = ctx.allocate_output(2, DType::F32, p.shape()).data<float>();
+  const auto [low, low_type] = working_copy(ctx, 3, p);
+  launch_adam(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
+              m.data<float>(), v.data<float>(), po, mo, vo, low, low_type, p.numel(), prm,
+              stream_of(ctx), skip_flag(ctx, 6));
+}
+
+}  // namespace
+
+void update_loss_scale(DeviceContext& dc, Tensor& scale, Tensor& inv_scale, Tensor& clean_steps,
+                       const Tensor& found_inf, const LossScaleRule& rule) {
+  auto* cc = dynamic_cast<CudaContext*>(&dc);
+  if (!cc) throw Error("update_loss_scale: not a CUDA context");
+  auto scalar_on_device = [](const Tensor& t, DType want, const char* what) {
+    if (t.device() != Device::CUDA || t.dtype() != want || t.numel() != 1)
+      throw Error(cat("update_loss_scale: ", what, " must be a ", dtype_name(want),
+                      " scalar on the device, got ", dtype_name(t.dtype()), " ",
+                      shape_str(t.shape()), " on ", device_name(t.device())));
+  };
+  scalar_on_device(scale, DType::F32, "scale");
+  scalar_on_device(inv_scale, DType::F32, "inv_scale");
+  scalar_on_device(clean_steps, DType::I32, "clean_steps");
+  scalar_on_device(found_inf, DType::Bool, "found_inf");
+  launch_update_scale(scale.data<float>(), inv_scale.data<float>(), clean_steps.data<int32_t>(),
+                      found_inf.data<bool>(), rule.growth, rule.backoff, rule.interval,
+                      rule.min_scale, rule.max_scale, cc->stream());
+}
+
+void register_optimizer(KernelRegistry& r) {
+  // Keyed by the first input's dtype: inv_scale (F32) and the F32 master parameter.
+  r.add(OpId::UnscaleAndCheck, Device::CUDA, DType::F32, function_kernel(unscale_and_check));
+  r.add(OpId::SGDUpdate, Device::CUDA, DType::F32, function_kernel(sgd_update));
+  r.add(OpId::AdamUpdate, Device::CUDA, DType::F32, function_kernel(adam_update));
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,144 @@
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/optimizer_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+template <class T>
+__device__ __forceinline__ float load(const void* p, int64_t i) {
+  return to_float(static_cast<const T*>(p)[i]);
+}
+
+__device__ __forceinline__ float load_any(const void* p, int type, int64_t i) {
+  switch (static_cast<ElemType>(type)) {
+    case ElemType::F16: return load<__half>(p, i);
+    case ElemType::BF16: return load<__nv_bfloat16>(p, i);
+    default: return load<float>(p, i);
+  }
+}
+
+__device__ __forceinline__ void store_low(void* p, int type, int64_t i, float v) {
+  if (static_cast<ElemType>(type) == ElemType::BF16)
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+}
+
+__global__ void unscale_kernel(const UnscaleEntry* table, int entries, const float* inv_scale,
+                               bool* found_inf) {
+  // The entry owning this block: the last with first_block <= blockIdx.x (binary search).
+  int lo = 0, hi = entries - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table[mid].first_block <= blockIdx.x) lo = mid;
+    else hi = mid - 1;
+  }
+  const UnscaleEntry e = table[lo];
+  const float inv = *inv_scale;
+  const int64_t begin = (blockIdx.x - e.first_block) * kUnscaleChunk;
+  const int64_t end = begin + kUnscaleChunk < e.n ? begin + kUnscaleChunk : e.n;
+  bool bad = false;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float v = load_any(e.src, e.type, i) * inv;
+    e.dst[i] = v;
+    bad |= !isfinite(v);
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *found_inf = true;
+}
+
+__global__ void sgd_kernel(const float* p, const void* g, int g_type, const float* v, float* po,
+                           float* vo, void* low, int low_type, int64_t n, SgdParams prm,
+                           const bool* skip) {
+  const bool skipped = skip && *skip;
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    float pn = p[i];
+    if (!skipped) {
+      float d = load_any(g, g_type, i) + prm.weight_decay * p[i];
+      if (vo) {
+        const float vn = prm.momentum * v[i] + (1.f - prm.dampening) * d;
+        vo[i] = vn;
+        d = prm.nesterov ? d + prm.momentum * vn : vn;
+      }
+      pn = p[i] - prm.lr * d;
+    } else if (vo) {
+      vo[i] = v[i];
+    }
+    po[i] = pn;
+    if (low) store_low(low, low_type, i, pn);
+  }
+}
+
+__global__ void adam_kernel(const float* p, const void* g, int g_type, const float* m,
+                            const float* v, float* po, float* mo, float* vo, void* low,
+                            int low_type, int64_t n, AdamParams prm, const bool* skip) {
+  const bool skipped = skip && *skip;
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    float pn = p[i], mn = m[i], vn = v[i];
+    if (!skipped) {
+      const float gr = load_any(g, g_type, i) + prm.l2 * p[i];
+      mn = prm.beta1 * m[i] + (1.f - prm.beta1) * gr;
+      vn = prm.beta2 * v[i] + (1.f - prm.beta2) * gr * gr;
+      pn = p[i] * prm.decay - prm.step_size * mn / (sqrtf(vn) * prm.inv_sqrt_c2 + prm.eps);
+    }
+    po[i] = pn;
+    mo[i] = mn;
+    vo[i] = vn;
+    if (low) store_low(low, low_type, i, pn);
+  }
+}
+
+__global__ void update_scale_kernel(float* scale, float* inv_scale, int32_t* clean,
+                                    const bool* found_inf, float growth, float backoff,
+                                    int32_t interval, float lo, float hi) {
+  float s = *scale;
+  if (*found_inf) {
+    s *= backoff;
+    *clean = 0;
+  } else if (++*clean >= interval) {
+    s *= growth;
+    *clean = 0;
+  }
+  s = fminf(fmaxf(s, lo), hi);
+  *scale = s;
+  *inv_scale = 1.f / s;
+}
+
+}  // namespace
+
+void launch_unscale(const UnscaleEntry* table, int entries, int64_t total_blocks,
+                    const float* inv_scale, bool* found_inf, cudaStream_t s) {
+  if (entries == 0 || total_blocks == 0) return;
+  unscale_kernel<<<static_cast<unsigned>(total_blocks), kThreads, 0, s>>>(table, entries,
+                                                                          inv_scale, found_inf);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_sgd(const float* p, const void* g, int g_type, const float* v, float* p_out,
+                float* v_out, void* low, int low_type, int64_t n, SgdParams prm, const bool* skip,
+                cudaStream_t s) {
+  if (n == 0) return;
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, g_type, v, p_out, v_out, low, low_type, n,
+                                                prm, skip);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_adam(const float* p, const void* g, int g_type, const float* m, const float* v,
+                 float* p_out, float* m_out, float* v_out, void* low, int low_type, int64_t n,
+                 AdamParams prm, cudaStream_t s, const bool* skip) {
+  if (n == 0) return;
+  adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, g_type, m, v, p_out, m_out, v_out, low,
+                                                 low_type, n, prm, skip);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_update_scale(float* scale, float* inv_scale, int32_t* clean_steps,
+                         const bool* found_inf, float growth, float backoff, int32_t interval,
+                         float min_scale, float max_scale, cudaStream_t s) {
+  update_scale_kernel<<<1, 1, 0, s>>>(scale, inv_scale, clean_steps, found_inf, growth, backoff,
+                                      interval, min_scale, max_scale);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

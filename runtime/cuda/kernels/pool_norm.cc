@@ -1,0 +1,145 @@
+// Pooling and BatchNormalization (inference) through cuDNN.
+//
+// MaxPool / AveragePool: geometry from the CPU's conv_geometry; cuDNN pads symmetrically, has no
+// dilation and computes floor-mode sizes, so windows needing any of those (and MaxPool's Indices
+// output) are reported as unsupported rather than approximated. AveragePool divides by the
+// window including padding when count_include_pad = 1, by the real elements otherwise.
+// GlobalAveragePool / GlobalMaxPool: one window over all spatial dims.
+//
+// BatchNormalization (inference): Y = scale · (X − mean) / √(var + ε) + B per channel; X in F32,
+// F16 or BF16, scale/B/mean/var in FP32 (cast on the device when they arrive in 16 bits), as
+// cuDNN wants and DESIGN.md prescribes. Training mode (batch statistics) waits for its kernel.
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/cudnn_desc.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+const float kOne = 1.f, kZero = 0.f;
+
+void run_pool(KernelContext& ctx, cudnnPoolingMode_t mode, const std::vector<int>& window,
+              const std::vector<int>& pad, const std::vector<int>& stride, const Shape& y_shape) {
+  const Tensor& x = ctx.input(0);
+  PoolDesc pd;
+  CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.get(), mode, CUDNN_PROPAGATE_NAN,
+                                          static_cast<int>(window.size()), window.data(),
+                                          pad.data(), stride.data()));
+  TensorDesc xd, yd;
+  xd.set(x.dtype(), x.shape());
+  yd.set(x.dtype(), y_shape);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
+  CUDNN_CHECK(cudnnPoolingForward(cuda_context(ctx).cudnn(), pd.get(), &kOne, xd.get(),
+                                  x.raw_data(), &kZero, yd.get(), y.raw_data()));
+}
+
+class PoolKernel : public OpKernel {
+ public:
+  explicit PoolKernel(const Node& n)
+      : attrs_(cpu::parse_window_attrs(n)),
+        max_(n.op == OpId::MaxPool),
+        include_pad_(n.attr_int("count_include_pad", 0) != 0) {
+    for (int64_t d : attrs_.dilations)
+      if (d != 1)
+        throw Unsupported(cat(n.describe(), ": dilated pooling has no cuDNN kernel"),
+                          "MaxPool(dilations)[cuda]");
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
+    if (max_ && ctx.output_requested(1))
+      throw Unsupported(cat(ctx.node().describe(), ": MaxPool's Indices output has no CUDA kernel"),
+                        "MaxPool(Indices)[cuda]");
+    const cpu::Window3 w = cpu::forward_window(ctx, attrs_, x.shape(), attrs_.kernel_shape);
+    const int sd = std::max(w.nd, 2);
+    std::vector<int> window, pad, stride;
+    for (int s = 3 - sd; s < 3; ++s) {
+      const int64_t floor_out = (w.in[s] + 2 * w.pad[s] - w.k[s]) / w.stride[s] + 1;
+      if (w.pad[s] != w.pad_end[s] || floor_out != w.out[s])
+        throw Unsupported(cat(ctx.node().describe(), ": this window (asymmetric padding or ceil "
+                                                     "mode) has no cuDNN pooling"),
+                          cat(ctx.node().op_type, "(window)[cuda]"));
+      window.push_back(static_cast<int>(w.k[s]));
+      pad.push_back(static_cast<int>(w.pad[s]));
+      stride.push_back(static_cast<int>(w.stride[s]));
+    }
+    Shape y_shape = {x.dim(0), x.dim(1)};
+    for (int64_t d : w.out_shape()) y_shape.push_back(d);
+    const cudnnPoolingMode_t mode =
+        max_ ? CUDNN_POOLING_MAX
+             : (include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
+    run_pool(ctx, mode, window, pad, stride, y_shape);
+  }
+
+ private:
+  cpu::WindowAttrs attrs_;
+  bool max_;
+  bool include_pad_;
+};
+
+template <bool Max>
+void global_pool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
+  const std::vector<int> dims = cudnn_dims(x.shape());
+  std::vector<int> window(dims.begin() + 2, dims.end());
+  std::vector<int> pad(window.size(), 0), stride(window.size(), 1);
+  Shape y_shape(x.rank(), 1);
+  y_shape[0] = x.dim(0);
+  y_shape[1] = x.dim(1);
+  run_pool(ctx, Max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, window, pad,
+           stride, y_shape);
+}
+
+// A per-channel parameter as FP32 on the device.
+Tensor as_f32(KernelContext& ctx, const Tensor& t, int64_t channels, const char* what) {
+  if (t.numel() != channels)
+    ctx.fail(cat(what, " has shape ", shape_str(t.shape()), ", expected [", channels, "]"));
+  if (t.dtype() == DType::F32) return t;
+  Tensor f(DType::F32, t.shape(), Device::CUDA);
+  launch_cast(elem_type(t.dtype()), ElemType::F32, t.raw_data(), f.raw_data(), t.numel(),
+              stream_of(ctx));
+  return f;
+}
+
+void batch_norm(KernelContext& ctx) {
+  const Node& n = ctx.node();
+  if (n.attr_int("training_mode", 0) != 0 || ctx.output_requested(1) || ctx.output_requested(2))
+    throw Unsupported(cat(n.describe(), ": BatchNormalization in training mode has no CUDA kernel yet"),
+                      "BatchNormalization(training)[cuda]");
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) ctx.fail(cat("X must be (N, C, ...), got ", shape_str(x.shape())));
+  const int64_t c = x.dim(1);
+  const Tensor scale = as_f32(ctx, ctx.input(1), c, "scale");
+  const Tensor bias = as_f32(ctx, ctx.input(2), c, "B");
+  const Tensor mean = as_f32(ctx, ctx.input(3), c, "mean");
+  const Tensor var = as_f32(ctx, ctx.input(4), c, "var");
+  const double eps = n.attr_float("epsilon", 1e-5f);
+  Shape xs = x.shape();
+  if (xs.size() < 4) xs.resize(4, 1);  // (N, C) and (N, C, L) as (N, C, L, 1)
+  TensorDesc xd, pd;
+  xd.set(x.dtype(), xs);
+  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(pd.get(), xd.get(), CUDNN_BATCHNORM_SPATIAL));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+      cuda_context(ctx).cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd.get(), x.raw_data(),
+      xd.get(), y.raw_data(), pd.get(), scale.raw_data(), bias.raw_data(), mean.raw_data(),
+      var.raw_data(), eps));
+}
+
+}  // namespace
+
+void register_pool_norm(KernelRegistry& r) {
+  add_floats(r, OpId::MaxPool, kernel_factory<PoolKernel>());
+  add_floats(r, OpId::AveragePool, kernel_factory<PoolKernel>());
+  add_floats(r, OpId::GlobalAveragePool, function_kernel(global_pool<false>));
+  add_floats(r, OpId::GlobalMaxPool, function_kernel(global_pool<true>));
+  add_floats(r, OpId::BatchNormalization, function_kernel(batch_norm));
+}
+
+}  // namespace oat::cuda

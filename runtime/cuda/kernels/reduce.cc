@@ -1,0 +1,82 @@
+// Reductions on CUDA (reduce_impl.cu): ReduceSum Mean Max Min Prod SumSquare L1 L2 LogSum
+// LogSumExp, accumulating in FP32 for F32/F16/BF16 storage.
+// Axes: the 'axes' attribute before opset 18 (ReduceSum: before 13), the optional input 1 after;
+// none given reduces every axis, unless noop_with_empty_axes = 1 (then Y = X). keepdims (default
+// 1) keeps reduced axes as 1s.
+#include <algorithm>
+
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+namespace {
+
+template <ReduceOp Op>
+void reduce(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Node& n = ctx.node();
+  const int r = x.rank();
+  const int64_t axes_input_from = n.op == OpId::ReduceSum ? 13 : 18;
+  std::vector<int64_t> axes;
+  if (n.opset < axes_input_from) axes = n.attr_ints("axes");
+  else if (ctx.has_input(1)) axes = host_input(ctx, 1).to_int_vector();
+  const bool keep = n.attr_int("keepdims", 1) != 0;
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0) != 0) {
+    ctx.set_output(0, x);
+    return;
+  }
+  std::vector<bool> red(r, axes.empty());
+  for (int64_t a : axes) {
+    if (a < -r || a >= r) ctx.fail(cat("axis ", a, " is out of range for ", shape_str(x.shape())));
+    red[a < 0 ? a + r : a] = true;
+  }
+  const auto strides = cpu::contiguous_strides(x.shape());
+  ReducePlan p;
+  Shape out;
+  p.outputs = 1;
+  p.count = 1;
+  for (int d = 0; d < r; ++d) {
+    const int64_t dim = x.shape()[d];
+    if (red[d]) {
+      if (keep) out.push_back(1);
+      if (dim == 1) continue;
+      if (p.red_rank == kMaxRank) ctx.fail("too many reduced dimensions for the CUDA kernel");
+      p.red_dims[p.red_rank] = dim;
+      p.red_strides[p.red_rank++] = strides[d];
+      p.count *= dim;
+    } else {
+      out.push_back(dim);
+      if (dim == 1) continue;
+      if (p.kept_rank == kMaxRank) ctx.fail("too many kept dimensions for the CUDA kernel");
+      p.kept_dims[p.kept_rank] = dim;
+      p.kept_strides[p.kept_rank++] = strides[d];
+      p.outputs *= dim;
+    }
+  }
+  if (p.outputs > 0 && x.numel() == 0 && p.count == 0 &&
+      (Op == ReduceOp::Max || Op == ReduceOp::Min))
+    ctx.fail(cat("cannot take the ", Op == ReduceOp::Max ? "max" : "min", " of an empty axis of ",
+                 shape_str(x.shape())));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  launch_reduce(Op, elem_type(x.dtype()), x.raw_data(), y.raw_data(), p, stream_of(ctx));
+}
+
+}  // namespace
+
+void register_reduce(KernelRegistry& r) {
+  add_floats(r, OpId::ReduceSum, function_kernel(reduce<ReduceOp::Sum>));
+  add_floats(r, OpId::ReduceMean, function_kernel(reduce<ReduceOp::Mean>));
+  add_floats(r, OpId::ReduceMax, function_kernel(reduce<ReduceOp::Max>));
+  add_floats(r, OpId::ReduceMin, function_kernel(reduce<ReduceOp::Min>));
+  add_floats(r, OpId::ReduceProd, function_kernel(reduce<ReduceOp::Prod>));
+  add_floats(r, OpId::ReduceSumSquare, function_kernel(reduce<ReduceOp::SumSquare>));
+  add_floats(r, OpId::ReduceL1, function_kernel(reduce<ReduceOp::L1>));
+  add_floats(r, OpId::ReduceL2, function_kernel(reduce<ReduceOp::L2>));
+  add_floats(r, OpId::ReduceLogSum, function_kernel(reduce<ReduceOp::LogSum>));
+  add_floats(r, OpId::ReduceLogSumExp, function_kernel(reduce<ReduceOp::LogSumExp>));
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,100 @@
+#include <cfloat>
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/block_reduce.cuh"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/reduce_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+__device__ __forceinline__ int64_t decompose(int64_t i, int rank, const int64_t* dims,
+                                             const int64_t* strides) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t q = i / dims[d];
+    off += (i - q * dims[d]) * strides[d];
+    i = q;
+  }
+  return off;
+}
+
+// One block per output element; threads stride over the reduced elements. LogSumExp makes a
+// first pass for the maximum (exp(x − max) cannot overflow).
+template <ReduceOp Op, class T>
+__global__ void reduce_kernel(const T* x, T* y, ReducePlan p) {
+  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+    const T* xb = x + decompose(o, p.kept_rank, p.kept_dims, p.kept_strides);
+    auto at = [&](int64_t r) {
+      return to_float(xb[decompose(r, p.red_rank, p.red_dims, p.red_strides)]);
+    };
+    float shift = 0.f;
+    if constexpr (Op == ReduceOp::LogSumExp) {
+      float m = -FLT_MAX;
+      for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) m = fmaxf(m, at(r));
+      shift = block_max(m);
+    }
+    float acc;
+    if constexpr (Op == ReduceOp::Max) {
+      acc = -INFINITY;
+      for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) acc = fmaxf(acc, at(r));
+      acc = block_reduce(acc, MaxOp{}, -INFINITY);
+    } else if constexpr (Op == ReduceOp::Min) {
+      acc = INFINITY;
+      for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) acc = fminf(acc, at(r));
+      acc = block_reduce(acc, MinOp{}, INFINITY);
+    } else if constexpr (Op == ReduceOp::Prod) {
+      acc = 1.f;
+      for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) acc *= at(r);
+      acc = block_reduce(acc, ProdOp{}, 1.f);
+    } else {
+      acc = 0.f;
+      for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) {
+        const float v = at(r);
+        if constexpr (Op == ReduceOp::SumSquare || Op == ReduceOp::L2) acc += v * v;
+        else if constexpr (Op == ReduceOp::L1) acc += fabsf(v);
+        else if constexpr (Op == ReduceOp::LogSumExp) acc += expf(v - shift);
+        else acc += v;
+      }
+      acc = block_sum(acc);
+      if constexpr (Op == ReduceOp::Mean) acc /= static_cast<float>(p.count);
+      if constexpr (Op == ReduceOp::L2) acc = sqrtf(acc);
+      if constexpr (Op == ReduceOp::LogSum) acc = logf(acc);
+      if constexpr (Op == ReduceOp::LogSumExp) acc = logf(acc) + shift;
+    }
+    if (threadIdx.x == 0) y[o] = from_float<T>(acc);
+  }
+}
+
+template <ReduceOp Op>
+void launch_op(ElemType t, const void* x, void* y, const ReducePlan& p, cudaStream_t s) {
+  const int threads = p.count >= 2048 ? 256 : (p.count >= 256 ? 128 : 32);
+  const unsigned blocks = static_cast<unsigned>(p.outputs < 65535 * 4 ? p.outputs : 65535 * 4);
+  dispatch_float(t, "Reduce", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_kernel<Op, T><<<blocks, threads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), p);
+  });
+}
+
+}  // namespace
+
+void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& p,
+                   cudaStream_t s) {
+  if (p.outputs == 0) return;
+  switch (op) {
+    case ReduceOp::Sum: launch_op<ReduceOp::Sum>(t, x, y, p, s); break;
+    case ReduceOp::Mean: launch_op<ReduceOp::Mean>(t, x, y, p, s); break;
+    case ReduceOp::Max: launch_op<ReduceOp::Max>(t, x, y, p, s); break;
+    case ReduceOp::Min: launch_op<ReduceOp::Min>(t, x, y, p, s); break;
+    case ReduceOp::Prod: launch_op<ReduceOp::Prod>(t, x, y, p, s); break;
+    case ReduceOp::SumSquare: launch_op<ReduceOp::SumSquare>(t, x, y, p, s); break;
+    case ReduceOp::L1: launch_op<ReduceOp::L1>(t, x, y, p, s); break;
+    case ReduceOp::L2: launch_op<ReduceOp::L2>(t, x, y, p, s); break;
+    case ReduceOp::LogSum: launch_op<ReduceOp::LogSum>(t, x, y, p, s); break;
+    case ReduceOp::LogSumExp: launch_op<ReduceOp::LogSumExp>(t, x, y, p, s); break;
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

@@ -1,0 +1,29 @@
+// Launchers of the softmax and reduction kernels (softmax_impl.cu, reduce_impl.cu). Both
+// accumulate in FP32 whatever the storage type (F32, F16, BF16).
+#pragma once
+
+#include "runtime/cuda/kernels/launch.h"
+
+namespace oat::cuda {
+
+// x, y viewed as [outer, len, inner]; along the middle axis:
+//   Softmax    y = exp(x − max) / Σ exp(x − max)
+//   LogSoftmax y = x − max − log Σ exp(x − max)
+void launch_softmax(ElemType t, bool log, const void* x, void* y, int64_t outer, int64_t len,
+                    int64_t inner, cudaStream_t s);
+
+enum class ReduceOp : int { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
+
+// One output per kept index: Y[o] = reduce over r of X[base(o) + offset(r)], where base(o)
+// decomposes o over kept dims/strides and offset(r) decomposes r over reduced dims/strides
+// (element strides of X). count = product of the reduced dims.
+struct ReducePlan {
+  int kept_rank = 0, red_rank = 0;
+  int64_t kept_dims[kMaxRank] = {}, kept_strides[kMaxRank] = {};
+  int64_t red_dims[kMaxRank] = {}, red_strides[kMaxRank] = {};
+  int64_t outputs = 0, count = 0;
+};
+void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
+                   cudaStream_t s);
+
+}  // namespace oat::cuda

@@ -1,0 +1,82 @@
+#include <cfloat>
+
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/block_reduce.cuh"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/reduce_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+// inner == 1: one block per row, threads stride along it.
+template <class T, bool Log>
+__global__ void softmax_rows(const T* x, T* y, int64_t len) {
+  const T* xr = x + blockIdx.x * len;
+  T* yr = y + blockIdx.x * len;
+  float m = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) m = fmaxf(m, to_float(xr[j]));
+  m = block_max(m);
+  float s = 0.f;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) s += expf(to_float(xr[j]) - m);
+  s = block_sum(s);
+  const float ls = logf(s), inv = 1.f / s;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+    const float v = to_float(xr[j]) - m;
+    yr[j] = from_float<T>(Log ? v - ls : expf(v) * inv);
+  }
+}
+
+// inner > 1: one thread per (outer, inner) column walks the axis three times.
+template <class T, bool Log>
+__global__ void softmax_columns(const T* x, T* y, int64_t outer, int64_t len, int64_t inner) {
+  OAT_GRID_STRIDE_LOOP(c, outer * inner) {
+    const int64_t o = c / inner, i = c - o * inner;
+    const T* xc = x + o * len * inner + i;
+    T* yc = y + o * len * inner + i;
+    float m = -FLT_MAX;
+    for (int64_t j = 0; j < len; ++j) m = fmaxf(m, to_float(xc[j * inner]));
+    float s = 0.f;
+    for (int64_t j = 0; j < len; ++j) s += expf(to_float(xc[j * inner]) - m);
+    const float ls = logf(s), inv = 1.f / s;
+    for (int64_t j = 0; j < len; ++j) {
+      const float v = to_float(xc[j * inner]) - m;
+      yc[j * inner] = from_float<T>(Log ? v - ls : expf(v) * inv);
+    }
+  }
+}
+
+template <bool Log>
+void launch_kind(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                 cudaStream_t s) {
+  dispatch_float(t, "Softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x);
+    T* py = static_cast<T*>(y);
+    if (inner == 1) {
+      const int threads = len >= 1024 ? 256 : (len >= 128 ? 128 : 32);
+      for (int64_t o = 0; o < outer; o += 65535) {  // gridDim.x limit per launch
+        const int64_t rows = outer - o < 65535 ? outer - o : 65535;
+        softmax_rows<T, Log><<<static_cast<unsigned>(rows), threads, 0, s>>>(px + o * len,
+                                                                            py + o * len, len);
+      }
+    } else {
+      softmax_columns<T, Log><<<blocks_for(outer * inner), kThreads, 0, s>>>(px, py, outer, len,
+                                                                           inner);
+    }
+  });
+}
+
+}  // namespace
+
+void launch_softmax(ElemType t, bool log, const void* x, void* y, int64_t outer, int64_t len,
+                    int64_t inner, cudaStream_t s) {
+  if (outer * len * inner == 0) return;
+  if (log)
+    launch_kind<true>(t, x, y, outer, len, inner, s);
+  else
+    launch_kind<false>(t, x, y, outer, len, inner, s);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

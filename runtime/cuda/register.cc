@@ -1,0 +1,19 @@
+#include "runtime/cuda/register.h"
+
+#include "runtime/cuda/device.h"
+
+namespace oat::cuda {
+
+void register_kernels(KernelRegistry& r) {
+  register_elementwise(r);
+  register_matmul(r);
+  register_shape(r);
+  register_movement(r);
+  register_softmax(r);
+  register_reduce(r);
+  register_conv(r);
+  register_pool_norm(r);
+  register_optimizer(r);
+}
+
+}  // namespace oat::cuda

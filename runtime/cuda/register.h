@@ -1,0 +1,19 @@
+// The CUDA kernel table: each family file under kernels/ defines one register_* function and
+// register.cc calls them all in one explicit list (as runtime/cpu/register.h).
+#pragma once
+
+#include "runtime/registry.h"
+
+namespace oat::cuda {
+
+void register_elementwise(KernelRegistry& r);  // kernels/elementwise.cc: binary, unary, Cast
+void register_matmul(KernelRegistry& r);       // kernels/matmul.cc: MatMul Gemm (cuBLAS)
+void register_shape(KernelRegistry& r);        // kernels/shape.cc: views, Shape, Size
+void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose Concat Expand ...
+void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax
+void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
+void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)
+void register_pool_norm(KernelRegistry& r);    // kernels/pool_norm.cc: pooling, BatchNorm (cuDNN)
+void register_optimizer(KernelRegistry& r);    // kernels/optimizer.cc: fused AMP kernels
+
+}  // namespace oat::cuda

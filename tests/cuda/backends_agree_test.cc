@@ -1,0 +1,345 @@
+// "Every backend agrees with the CPU reference" (ggml's test-backend-ops): one table of small op
+// cases; each runs through the CPU executor and, where a CUDA device answers, through the CUDA
+// executor, in every dtype the case lists (float inputs are rounded to that dtype on the host, so
+// both backends see the same values), and the outputs are compared within the dtype's tolerance:
+// |cuda − cpu| ≤ atol + rtol·|cpu|. Bool and integer outputs must be equal.
+// The CPU half runs everywhere (so the table itself is checked on every machine); the CUDA half
+// says SKIPPED once when no device answers.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <iostream>
+
+#include "runtime/cuda/device.h"
+#include "runtime/executor.h"
+#include "tests/runtime/single_node.h"
+
+using namespace oat;
+using oat_test::attr_f;
+using oat_test::attr_i;
+using oat_test::attr_ints;
+using oat_test::attr_s;
+
+namespace {
+
+// How one input is made.
+struct In {
+  enum Kind { Float, Positive, Unit, NegUnit, Huge, Ints, Bools, True };
+  In(Kind k, Shape s) : kind(k), shape(std::move(s)) {}
+  Kind kind = Float;
+  Shape shape;
+  std::vector<int64_t> ints;  // Ints: the values (shape = {size} unless given)
+  bool keep_f32 = false;      // stays F32 whatever the case dtype (BN statistics, lr, masters)
+  DType int_type = DType::I64;
+};
+In flt(Shape s) { return In{In::Float, std::move(s)}; }
+In pos(Shape s) { return In{In::Positive, std::move(s)}; }
+In f32(Shape s, In::Kind k = In::Float) {
+  In i{k, std::move(s)};
+  i.keep_f32 = true;
+  return i;
+}
+In ints(std::vector<int64_t> v, Shape s = {}) {
+  In i{In::Ints, s.empty() ? Shape{static_cast<int64_t>(v.size())} : std::move(s)};
+  i.ints = std::move(v);
+  return i;
+}
+In bools(Shape s) { return In{In::Bools, std::move(s)}; }
+In all_true(Shape s) { return In{In::True, std::move(s)}; }
+In huge(Shape s) { return In{In::Huge, std::move(s)}; }
+
+struct Case {
+  Case(std::string op_, int64_t opset_, std::map<std::string, Attribute> attrs_,
+       std::vector<In> inputs_, int outputs_ = 1,
+       std::vector<DType> dtypes_ = {DType::F32, DType::F16, DType::BF16}, std::string label_ = "")
+      : op(std::move(op_)),
+        opset(opset_),
+        attrs(std::move(attrs_)),
+        inputs(std::move(inputs_)),
+        outputs(outputs_),
+        dtypes(std::move(dtypes_)),
+        label(std::move(label_)) {}
+  std::string op;
+  int64_t opset;
+  std::map<std::string, Attribute> attrs;
+  std::vector<In> inputs;
+  int outputs;
+  std::vector<DType> dtypes;
+  std::string label;
+};
+
+// Deterministic values: a fixed LCG per (case, input).
+struct Lcg {
+  uint64_t s;
+  float next() {  // [0, 1)
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>((s >> 40) & 0xffffff) / 16777216.0f;
+  }
+};
+
+Tensor make_input(const In& in, DType dt, uint64_t seed) {
+  Lcg g{seed};
+  switch (in.kind) {
+    case In::Ints: {
+      Tensor t = Tensor::from_vector<int64_t>(in.shape, in.ints);
+      return in.int_type == DType::I64 ? t : cast_tensor(t, in.int_type);
+    }
+    case In::Bools:
+    case In::True: {
+      Tensor t(DType::Bool, in.shape);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<bool>()[i] = in.kind == In::True || g.next() < 0.5f;
+      return t;
+    }
+    default: break;
+  }
+  Tensor t(DType::F32, in.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float u = g.next();
+    t.data<float>()[i] = in.kind == In::Positive ? 0.25f + 2.f * u
+                         : in.kind == In::Unit    ? u
+                         : in.kind == In::NegUnit ? -0.25f - u
+                         : in.kind == In::Huge    ? 1e30f * (u + 0.5f)
+                                                  : 6.f * u - 3.f;
+  }
+  return in.keep_f32 ? t : cast_tensor(t, dt);
+}
+
+Graph single_node_graph(const Case& c, const std::vector<Tensor>& inputs) {
+  Graph g;
+  g.opsets[""] = c.opset;
+  Node n;
+  n.name = "n0";
+  n.op_type = c.op;
+  n.op = op_from_name(c.op);
+  n.opset = c.opset;
+  if (n.op == OpId::Unknown) throw Error("unknown op " + c.op);
+  n.domain = static_cast<int>(n.op) >= static_cast<int>(OpId::SumToShape) ? kInternalDomain : "";
+  n.attrs = c.attrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      n.inputs.push_back("");
+      continue;
+    }
+    n.inputs.push_back("in" + std::to_string(i));
+    g.inputs.push_back(ValueInfo{n.inputs.back(), inputs[i].dtype(), std::nullopt});
+  }
+  for (int o = 0; o < c.outputs; ++o) {
+    n.outputs.push_back("out" + std::to_string(o));
+    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
+  }
+  g.nodes.push_back(n);
+  return g;
+}
+
+std::vector<Tensor> run_on(Device d, const Graph& g, const std::vector<Tensor>& inputs) {
+  ExecutorOptions o;
+  o.device = d;
+  Executor ex(g, o);
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined()) feeds["in" + std::to_string(i)] = inputs[i];
+  return ex.run(feeds);
+}
+
+void tolerance(DType t, double& atol, double& rtol) {
+  switch (t) {
+    case DType::F16: atol = 5e-3, rtol = 5e-3; break;
+    case DType::BF16: atol = 3e-2, rtol = 2e-2; break;
+    default: atol = 1e-4, rtol = 1e-4; break;
+  }
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = [] {
+    std::vector<Case> v;
+    // elementwise binary with broadcasting
+    for (const char* op : {"Add", "Sub", "Mul", "Max", "Min"})
+      v.push_back({op, 17, {}, {flt({2, 3, 4}), flt({3, 1})}});
+    v.push_back({"Div", 17, {}, {flt({2, 3, 4}), pos({4})}});
+    v.push_back({"Pow", 17, {}, {pos({3, 4}), flt({1})}});
+    v.push_back({"PRelu", 16, {}, {flt({2, 3, 4, 5}), flt({3, 1, 1})}});
+    v.push_back({"Sum", 13, {}, {flt({2, 3}), flt({3}), flt({1})}});
+    v.push_back({"Add", 17, {}, {flt({64, 65}), flt({64, 65})}, 1, {DType::F32}, "same shape"});
+    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+      v.push_back({op, 16, {}, {flt({4, 5}), flt({5})}});
+    v.push_back({"Where", 16, {}, {bools({2, 3}), flt({2, 3}), flt({3})}});
+    // unary and activations
+    for (const char* op : {"Exp", "Neg", "Abs", "Floor", "Ceil", "Sign", "Round", "Sin", "Cos",
+                           "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",
+                           "Softsign", "Softplus", "Mish", "Selu", "Elu", "Celu"})
+      v.push_back({op, 18, {}, {flt({3, 17})}});
+    for (const char* op : {"Sqrt", "Log", "Reciprocal"}) v.push_back({op, 13, {}, {pos({3, 17})}});
+    v.push_back({"LeakyRelu", 16, {{"alpha", attr_f(0.2f)}}, {flt({3, 17})}});
+    v.push_back({"ThresholdedRelu", 10, {{"alpha", attr_f(0.5f)}}, {flt({3, 17})}});
+    v.push_back({"Gelu", 20, {}, {flt({3, 17})}});
+    v.push_back({"Gelu", 20, {{"approximate", attr_s("tanh")}}, {flt({3, 17})}});
+    v.push_back({"Clip", 13, {}, {flt({3, 17}), In{In::NegUnit, {}}, In{In::Unit, {}}}});
+    // casts
+    for (int64_t to : {1, 10, 16, 7, 6, 9})
+      v.push_back({"Cast", 13, {{"to", attr_i(to)}}, {flt({5, 7})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, "to=" + std::to_string(to)});
+    // GEMMs
+    v.push_back({"MatMul", 13, {}, {flt({5, 7}), flt({7, 3})}});
+    v.push_back({"MatMul", 13, {}, {flt({2, 5, 7}), flt({7, 3})}});
+    v.push_back({"MatMul", 13, {}, {flt({2, 5, 7}), flt({2, 7, 3})}});
+    v.push_back({"MatMul", 13, {}, {flt({2, 1, 4, 6}), flt({3, 6, 5})}});
+    v.push_back({"MatMul", 13, {}, {flt({7}), flt({7, 3})}});
+    v.push_back({"MatMul", 13, {}, {flt({64, 96}), flt({96, 80})}});
+    v.push_back({"Gemm", 13, {}, {flt({5, 7}), flt({7, 3}), flt({3})}});
+    v.push_back({"Gemm", 13,
+                 {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.5f)},
+                  {"beta", attr_f(2.f)}},
+                 {flt({7, 5}), flt({3, 7}), flt({5, 3})}});
+    // softmax family and reductions
+    v.push_back({"Softmax", 13, {}, {flt({4, 33})}});
+    v.push_back({"LogSoftmax", 13, {}, {flt({4, 1000})}});
+    v.push_back({"Softmax", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3})}});
+    v.push_back({"LogSoftmax", 11, {{"axis", attr_i(1)}}, {flt({2, 3, 4})}});
+    v.push_back({"ReduceSum", 13, {}, {flt({3, 4, 5}), ints({1})}});
+    v.push_back({"ReduceMean", 13, {{"axes", attr_ints({0, 2})}, {"keepdims", attr_i(0)}},
+                 {flt({3, 4, 5})}});
+    v.push_back({"ReduceMax", 13, {}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceMin", 13, {{"axes", attr_ints({-1})}}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceSumSquare", 13, {{"axes", attr_ints({1})}}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceL1", 13, {{"axes", attr_ints({1})}}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceL2", 13, {{"axes", attr_ints({0})}}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceLogSumExp", 13, {{"axes", attr_ints({2})}}, {flt({3, 4, 5})}});
+    v.push_back({"ReduceLogSum", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 5})}});
+    v.push_back({"ReduceProd", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 3})}});
+    v.push_back({"ReduceSum", 13, {}, {flt({4096 + 17}), ints({0})}, 1, {DType::F32}, "long"});
+    // shapes and movement
+    v.push_back({"Reshape", 14, {}, {flt({2, 3, 4}), ints({4, -1})}});
+    v.push_back({"Flatten", 13, {{"axis", attr_i(2)}}, {flt({2, 3, 4})}});
+    v.push_back({"Unsqueeze", 13, {}, {flt({2, 3}), ints({0, 3})}});
+    v.push_back({"Squeeze", 13, {}, {flt({2, 1, 3}), ints({1})}});
+    v.push_back({"Identity", 16, {}, {flt({2, 3})}});
+    v.push_back({"Transpose", 13, {{"perm", attr_ints({0, 2, 1, 3})}}, {flt({2, 3, 4, 5})}});
+    v.push_back({"Transpose", 13, {}, {flt({3, 4})}});
+    v.push_back({"Slice", 13, {}, {flt({4, 6}), ints({1, -5}), ints({3, 100}), ints({0, 1}),
+                                   ints({1, 2})}});
+    v.push_back({"Slice", 13, {}, {flt({4, 6}), ints({-1}), ints({-100}), ints({1}), ints({-2})}});
+    v.push_back({"Concat", 13, {{"axis", attr_i(1)}}, {flt({2, 3, 2}), flt({2, 1, 2}), flt({2, 2, 2})}});
+    v.push_back({"Split", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), ints({2, 3})}, 2});
+    v.push_back({"Gather", 13, {{"axis", attr_i(1)}}, {flt({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
+    v.push_back({"Expand", 13, {}, {flt({3, 1}), ints({2, 3, 4})}});
+    // convolution, pooling, normalisation
+    v.push_back({"Conv", 11, {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}},
+                 {flt({2, 3, 8, 8}), flt({4, 3, 3, 3}), flt({4})}});
+    v.push_back({"Conv", 11, {{"group", attr_i(2)}, {"kernel_shape", attr_ints({3, 3})}},
+                 {flt({1, 4, 6, 6}), flt({6, 2, 3, 3})}});
+    v.push_back({"Conv", 11, {{"dilations", attr_ints({2})}}, {flt({2, 3, 9}), flt({2, 3, 3})}});
+    v.push_back({"ConvGrad", 1, {{"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({2, 4, 5, 5}), flt({2, 3, 5, 5}), flt({4, 3, 3, 3})}, 3});
+    v.push_back({"MaxPool", 12, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
+                 {flt({2, 3, 6, 6})}});
+    v.push_back({"AveragePool", 11,
+                 {{"kernel_shape", attr_ints({3, 3})}, {"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({2, 3, 5, 5})}});
+    v.push_back({"AveragePool", 11,
+                 {{"kernel_shape", attr_ints({3, 3})}, {"pads", attr_ints({1, 1, 1, 1})},
+                  {"count_include_pad", attr_i(1)}},
+                 {flt({2, 3, 5, 5})}});
+    v.push_back({"GlobalAveragePool", 1, {}, {flt({2, 3, 5, 4})}});
+    v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
+    v.push_back({"BatchNormalization", 15, {},
+                 {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
+    // fused mixed-precision ops: FP32 masters, gradients in the case dtype
+    v.push_back({"UnscaleAndCheck", 1, {},
+                 {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});
+    v.push_back({"UnscaleAndCheck", 1, {}, {f32({}, In::Unit), flt({5}), huge({3})}, 3,
+                 {DType::F32, DType::F16, DType::BF16}, "overflow in F16"});
+    v.push_back({"SGDUpdate", 1, {{"momentum", attr_f(0.9f)}, {"weight_decay", attr_f(0.01f)}},
+                 {f32({40}), f32({40}), f32({40}), f32({}, In::Unit)}, 2, {DType::F32}});
+    v.push_back({"SGDUpdate", 1, {{"momentum", attr_f(0.9f)}, {"nesterov", attr_i(1)}},
+                 {f32({40}), f32({40}), f32({40}), f32({}, In::Unit), all_true({})}, 2,
+                 {DType::F32}, "skip"});
+    v.push_back({"AdamUpdate", 1, {{"weight_decay", attr_f(0.01f)}, {"decoupled", attr_i(1)}},
+                 {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), f32({}, In::Unit),
+                  ints({3}, Shape{})}, 3, {DType::F32}});
+    return v;
+  }();
+  return all;
+}
+
+std::string case_name(const Case& c, DType t) {
+  return c.op + (c.label.empty() ? "" : "(" + c.label + ")") + "[" + dtype_name(t) + "]";
+}
+
+// Whether the CPU's registry has a kernel for the case in this dtype (the first input's dtype).
+bool cpu_runs(const Case& c, const std::vector<Tensor>& inputs) {
+  DType key = kAnyDType;
+  const size_t first = c.op == "Where" ? 1 : 0;
+  for (size_t i = first; i < inputs.size(); ++i)
+    if (inputs[i].defined()) {
+      key = inputs[i].dtype();
+      break;
+    }
+  return default_registry().supports(op_from_name(c.op), Device::CPU, key);
+}
+
+}  // namespace
+
+TEST_CASE("every backend agrees with the CPU reference") {
+  const bool gpu = cuda::device_count() > 0;
+  if (!gpu)
+    MESSAGE("SKIPPED the CUDA half: " << cuda::describe_device()
+                                      << " (the CPU reference of every case still runs)");
+  int ran = 0, compared = 0;
+  for (size_t ci = 0; ci < cases().size(); ++ci) {
+    const Case& c = cases()[ci];
+    for (DType dt : c.dtypes) {
+      const std::string name = case_name(c, dt);
+      CAPTURE(name);
+      std::vector<Tensor> inputs;
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        inputs.push_back(make_input(c.inputs[i], dt, 1000 * ci + i + 1));
+      if (!cpu_runs(c, inputs)) {
+        MESSAGE(name << ": the CPU has no kernel in this dtype; not compared");
+        continue;
+      }
+      const Graph g = single_node_graph(c, inputs);
+      std::vector<Tensor> ref;
+      REQUIRE_NOTHROW(ref = run_on(Device::CPU, g, inputs));
+      REQUIRE(static_cast<int>(ref.size()) == c.outputs);
+      ++ran;
+      if (!gpu) continue;
+      std::vector<Tensor> got;
+      REQUIRE_NOTHROW(got = run_on(Device::CUDA, g, inputs));
+      ++compared;
+      double atol, rtol;
+      tolerance(dt, atol, rtol);
+      for (int o = 0; o < c.outputs; ++o) {
+        CAPTURE(o);
+        REQUIRE(got[o].dtype() == ref[o].dtype());
+        REQUIRE(got[o].shape() == ref[o].shape());
+        const auto a = got[o].to_float_vector(), b = ref[o].to_float_vector();
+        const bool exact = !is_floating(ref[o].dtype());
+        // The output's own precision bounds the error (a cast to F16 of an F32 case).
+        double ot_atol = atol, ot_rtol = rtol;
+        if (ref[o].dtype() == DType::F16 || ref[o].dtype() == DType::BF16)
+          tolerance(ref[o].dtype(), ot_atol, ot_rtol);
+        ot_atol = std::max(ot_atol, atol);
+        ot_rtol = std::max(ot_rtol, rtol);
+        size_t bad = 0;
+        double worst = 0;
+        for (size_t k = 0; k < a.size(); ++k) {
+          const double d = std::fabs(static_cast<double>(a[k]) - b[k]);
+          const bool same_nonfinite = !std::isfinite(a[k]) && !std::isfinite(b[k]) &&
+                                      std::isnan(a[k]) == std::isnan(b[k]);
+          const bool ok = exact ? a[k] == b[k] || same_nonfinite
+                                : same_nonfinite || d <= ot_atol + ot_rtol * std::fabs(b[k]);
+          if (!ok) ++bad;
+          if (std::isfinite(d)) worst = std::max(worst, d);
+        }
+        CAPTURE(worst);
+        CHECK(bad == 0);
+      }
+    }
+  }
+  CHECK(ran > 100);
+  if (gpu) CHECK(compared == ran);
+  std::cout << "backends agree: " << ran << " CPU reference runs, " << compared
+            << " compared with CUDA\n";
+}

@@ -1,0 +1,38 @@
+// `infer --device cuda` through the real binary: where no device answers it exits 1 with one
+// "no CUDA device" error and writes nothing; where one answers its outputs equal the CPU's.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "cli/cli_runner.h"
+#include "onnx_loader/tensor_io.h"
+#include "runtime/cuda/device.h"
+
+using namespace oat;
+using namespace oat_test;
+
+TEST_CASE("infer --device cuda") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2, 3});
+  mb.output("y", kFloat, {2, 3});
+  mb.node("Relu", {"x"}, {"y"}, "relu");
+  const std::string model = mb.save(dir.path / "model.onnx");
+  const std::string x = dir / "x.npy";
+  onnx_loader::write_npy(Tensor::from_vector<float>({2, 3}, {-1, 2, -3, 4, -5, 6}), x);
+  const std::string out = dir / "out";
+  CliResult r = run_cli({"infer", model, "-i", x, "-o", out, "--device", "cuda"}, dir);
+  if (cuda::device_count() == 0) {
+    CHECK(r.status == 1);
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err.find("error: no CUDA device") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+  } else {
+    REQUIRE(r.status == 0);
+    const Tensor y = onnx_loader::read_tensor_pb(out + "/output_0.pb").tensor;
+    CHECK(y.to_float_vector() == std::vector<float>{0, 2, 0, 4, 0, 6});
+  }
+  r = run_cli({"infer", model, "-i", x, "-o", out, "--device", "tpu"}, dir);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("tpu") != std::string::npos);
+}

@@ -253,25 +253,24 @@ class Painter {
     }
   }
 
-  // Infer/clear nodes between low nodes become low. fwd: a low node (or only initializers and
-  // graph inputs) upstream; bwd: a low node downstream.
+  // Infer/clear nodes between low nodes become low. fwd: a low node upstream (fwd[i] names it),
+  // or only initializers and graph inputs upstream (source[i]); bwd: a low node downstream.
   void step_between() {
     std::vector<std::string> fwd(n_), bwd(n_);
-    std::vector<bool> has_fwd(n_, false), has_bwd(n_, false);
+    std::vector<bool> source(n_, false), has_fwd(n_, false), has_bwd(n_, false);
     for (size_t i = 0; i < n_; ++i) {
       if (!open_infer_or_clear(i)) continue;
+      bool all_sources = true;
       for (size_t p : preds_[i]) {
-        if (state_[p] == State::Low) {
+        all_sources = all_sources && source[p];
+        if (!fwd[i].empty()) continue;
+        if (state_[p] == State::Low)
           fwd[i] = label(p);
-        } else if (has_fwd[p]) {
+        else if (!fwd[p].empty())
           fwd[i] = fwd[p];
-        } else {
-          continue;
-        }
-        has_fwd[i] = true;
-        break;
       }
-      if (!has_fwd[i] && preds_[i].empty()) has_fwd[i] = true;  // only initializers/graph inputs
+      source[i] = fwd[i].empty() && all_sources;
+      has_fwd[i] = !fwd[i].empty() || source[i];
     }
     for (size_t r = n_; r-- > 0;) {
       if (!open_infer_or_clear(r) || !has_fwd[r]) continue;

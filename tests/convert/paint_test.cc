@@ -131,6 +131,23 @@ TEST_CASE("nodes reading only initializers that feed an allow node go low") {
   CHECK(entry(p, "scale_w").dtype == DType::F16);
 }
 
+TEST_CASE("a node with a low input is between allow nodes, whatever order its inputs come in") {
+  GraphBuild b;
+  b.input("x").weight("W").weight("bias", {4});
+  b.node("MatMul", {"x", "W"}, {"a"}, "mm");
+  b.node("Identity", {"bias"}, {"b"}, "bias_copy");  // constant-only, listed first below
+  b.node("Add", {"b", "a"}, {"s"}, "add");
+  b.node("MatMul", {"s", "W"}, {"t"}, "mm2");
+  b.node("Floor", {"x"}, {"f"}, "floor");
+  b.node("Add", {"b", "f"}, {"u"}, "add_fp32");  // a constant and an fp32 node: not a source
+  b.node("MatMul", {"u", "W"}, {"v"}, "mm3");
+  b.output("t").output("v");
+  const PrecisionPlan p = paint_default(b.g);
+  CHECK(entry(p, "add").reason == "between fp16 nodes 'mm' and 'mm2'");
+  CHECK(entry(p, "add_fp32").dtype == DType::F32);
+  CHECK(entry(p, "add_fp32").reason == "infer: input fp32 from 'floor'");
+}
+
 TEST_CASE("pins win over the lists; unknown pinned names are errors") {
   GraphBuild b;
   b.input("x").weight("W");

@@ -60,6 +60,37 @@ LoadedData load_data(const DataOptions& d, bool need_train) {
   return r;
 }
 
+// --precision and the loss-scaling options into the trainer's configuration.
+void apply_precision(const TrainOptions& o, train::TrainerConfig& cfg) {
+  const DType low = o.precision == "fp16" ? DType::F16 : o.precision == "bf16" ? DType::BF16 : DType::F32;
+  cfg.graph.precision = low;
+  const bool scaling_flags = o.init_scale != 65536.0 || o.growth_factor != 2.0 ||
+                             o.backoff_factor != 0.5 || o.growth_interval != 2000 ||
+                             o.hysteresis != 1 || o.min_scale != 0.0 || o.max_scale != 0.0;
+  if (low == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() || !o.fp16_nodes.empty()))
+    throw Error("--op-lists, --fp32-nodes and --fp16-nodes need --precision fp16 or bf16");
+  train::LossScalerConfig& s = cfg.loss_scale;
+  train::parse_loss_scale(o.loss_scale.empty() ? (low == DType::F16 ? "dynamic" : "none")
+                                               : o.loss_scale,
+                          s);
+  if (scaling_flags && s.mode != train::LossScaleMode::Dynamic)
+    throw Error(cat("--init-scale, --growth-factor, --backoff-factor, --growth-interval, "
+                    "--min-scale, --max-scale and --hysteresis need dynamic loss scaling (this run "
+                    "uses --loss-scale ", train::loss_scale_mode_name(s.mode), ")"));
+  if (s.mode == train::LossScaleMode::Dynamic) {
+    s.init_scale = o.init_scale;
+    s.growth_factor = o.growth_factor;
+    s.backoff_factor = o.backoff_factor;
+    s.growth_interval = o.growth_interval;
+    s.hysteresis = o.hysteresis;
+    s.min_scale = o.min_scale;
+    if (o.max_scale != 0.0) s.max_scale = o.max_scale;
+  }
+  cfg.graph.op_lists = o.op_lists;
+  cfg.graph.fp32_nodes = o.fp32_nodes;
+  cfg.graph.low_nodes = o.fp16_nodes;
+}
+
 }  // namespace
 
 std::string default_output_path(const std::string& model) {
@@ -98,8 +129,30 @@ TrainCommands::TrainCommands(CLI::App& app) {
   train_->add_option("--threads", t_.threads, "CPU threads (0: all cores)");
   train_->add_option("--device", t_.device, "cpu (cuda arrives with the CUDA backend)")
       ->check(CLI::IsMember({"cpu"}));
-  train_->add_option("--precision", t_.precision, "fp32 (fp16 and bf16 arrive with mixed precision)")
-      ->check(CLI::IsMember({"fp32"}));
+  train_->add_option("--precision", t_.precision,
+                     "fp32 | fp16 | bf16: mixed precision keeps FP32 master weights, an FP32 loss "
+                     "and FP32 weight gradients; the op lists pick each node's precision")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  train_->add_option("--loss-scale", t_.loss_scale,
+                     "dynamic | none | VALUE (a static scale); default: dynamic for fp16, none "
+                     "for bf16 and fp32");
+  train_->add_option("--init-scale", t_.init_scale, "Dynamic loss scaling: initial scale (65536)");
+  train_->add_option("--growth-factor", t_.growth_factor, "Dynamic loss scaling: growth (2)");
+  train_->add_option("--backoff-factor", t_.backoff_factor,
+                     "Dynamic loss scaling: factor on overflow (0.5)");
+  train_->add_option("--growth-interval", t_.growth_interval,
+                     "Dynamic loss scaling: clean steps before growing (2000)");
+  train_->add_option("--min-scale", t_.min_scale, "Dynamic loss scaling: lower bound (none)");
+  train_->add_option("--max-scale", t_.max_scale, "Dynamic loss scaling: upper bound (FP32 max)");
+  train_->add_option("--hysteresis", t_.hysteresis,
+                     "Dynamic loss scaling: overflows in a row before backing off (1)");
+  train_->add_option("--op-lists", t_.op_lists,
+                     "JSON file moving ops between the allow/deny/infer/clear lists");
+  train_->add_option("--fp32-nodes", t_.fp32_nodes, "Forward nodes kept in FP32 (by name)")
+      ->delimiter(',');
+  train_->add_option("--fp16-nodes", t_.fp16_nodes,
+                     "Forward nodes run in the low precision (fp16 or bf16) whatever the lists say")
+      ->delimiter(',');
   train_->add_option("-o,--output", t_.out, "Trained model (default: MODEL.trained.onnx beside it)");
   train_->add_option("--log", t_.log, "Metrics log, one JSON object per line");
   train_->add_option("--checkpoint", t_.checkpoint, "Checkpoint folder (written every epoch)");
@@ -161,11 +214,18 @@ int run_train(const TrainOptions& o) {
   cfg.graph.optimizer.weight_decay = o.weight_decay;
   cfg.graph.clip_norm = o.clip_norm;
   cfg.graph.freeze = o.freeze;
+  apply_precision(o, cfg);
 
   train::Trainer trainer(model.graph, cfg);
   std::cout << "training " << o.model << ": " << trainer.training_graph().params.size()
             << " parameter tensors, " << data.train.size() << " samples, batch " << o.batch
-            << ", " << o.optimizer << " lr " << o.lr << ", " << num_threads() << " threads\n";
+            << ", " << o.optimizer << " lr " << o.lr << ", " << num_threads() << " threads, "
+            << o.precision;
+  if (cfg.loss_scale.mode == train::LossScaleMode::Dynamic)
+    std::cout << ", dynamic loss scale from " << cfg.loss_scale.init_scale;
+  else if (cfg.loss_scale.mode == train::LossScaleMode::Static)
+    std::cout << ", loss scale " << cfg.loss_scale.init_scale;
+  std::cout << "\n";
   trainer.fit(data.train, data.has_val ? &data.val : nullptr);
   onnx_loader::save_model(model, trainer.model_initializers(), out);
   std::cout << "wrote " << out << "\n";

@@ -33,6 +33,13 @@ struct TrainOptions {
   bool resume = false;
   std::vector<std::string> freeze;
   int64_t log_every = 50;
+  // Mixed precision (--precision fp16|bf16) and loss scaling.
+  std::string loss_scale;  // dynamic | none | VALUE; "" = dynamic for fp16, none otherwise
+  double init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5;
+  int64_t growth_interval = 2000, hysteresis = 1;
+  double min_scale = 0.0, max_scale = 0.0;  // max 0: FP32's largest value
+  std::string op_lists;
+  std::vector<std::string> fp32_nodes, fp16_nodes;
 };
 
 struct EvalOptions {

@@ -17,6 +17,9 @@ namespace oat::train {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// With loss scaling, this many non-finite losses in a row stop training (see fit()).
+constexpr int64_t kMaxNonFiniteLosses = 50;
+
 double scheduled_lr(double base, const ScheduleConfig& s, int64_t step, int64_t total,
                     int64_t steps_per_epoch) {
   if (s.warmup_steps > 0 && step < s.warmup_steps)
@@ -155,6 +158,8 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
     : model_(model), cfg_(std::move(config)) {
   if (cfg_.batch < 1) throw Error(cat("--batch must be at least 1, got ", cfg_.batch));
   if (cfg_.lr <= 0) throw Error(cat("--lr must be positive, got ", cfg_.lr));
+  scaler_ = LossScaler(cfg_.loss_scale);
+  cfg_.graph.loss_scaling = scaler_.checks_overflow();
   tg_ = build_training_graph(model, cfg_.graph);
   layout_ = layout_for(model, cfg_.graph.loss, tg_.output);
   for (const auto& [name, next] : tg_.updates) state_[name] = tg_.graph.initializers.at(name);
@@ -185,6 +190,8 @@ void Trainer::save_checkpoint(int64_t epoch_done) const {
   j["step"] = step_;
   j["epoch"] = epoch_done;
   j["seed"] = cfg_.seed;
+  j["optimizer_step"] = optimizer_step_;
+  j["loss_scaler"] = nlohmann::json::parse(scaler_.to_json());
   int k = 0;
   for (const auto& [name, t] : state_) {
     const std::string file = cat("t", k++, ".pb");
@@ -223,6 +230,10 @@ int64_t Trainer::load_checkpoint() {
     t = loaded;
   }
   step_ = j["step"].get<int64_t>();
+  // Checkpoints written before mixed precision have neither: every step was applied, no scaler.
+  optimizer_step_ = j.contains("optimizer_step") ? j["optimizer_step"].get<int64_t>() : step_;
+  if (j.contains("loss_scaler"))
+    scaler_.load_json(j["loss_scaler"].dump(), (dir / "checkpoint.json").string());
   return j["epoch"].get<int64_t>();
 }
 
@@ -245,6 +256,7 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
   const auto t0 = Clock::now();
   const int64_t first_step = step_;
   int64_t samples_seen = 0;
+  int64_t nonfinite_run = 0;  // consecutive steps with a non-finite loss (loss scaling only)
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
 
   for (int64_t epoch = start_epoch; epoch < cfg_.epochs && step_ < total; ++epoch) {
@@ -253,27 +265,49 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
     if (skip > 0) order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * cfg_.batch, order.size()));
     BatchPrefetcher pf(train, layout_, order, cfg_.batch, false);
     Batch b;
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
+    double epoch_loss = 0;  // over the steps with a finite loss
+    int64_t finite_steps = 0;
     while (step_ < total && pf.next(b)) {
       const double lr = scheduled_lr(cfg_.lr, cfg_.schedule, step_, total, per_epoch);
       std::map<std::string, Tensor> feeds = state_;
       feeds[tg_.data_input] = b.inputs;
       if (!tg_.target.empty()) feeds[tg_.target] = b.targets;
       feeds[tg_.lr] = Tensor::scalar<float>(static_cast<float>(lr));
-      feeds[tg_.step] = Tensor::scalar<int64_t>(step_ + 1);
-      feeds[tg_.seed] = cast_tensor(Tensor::scalar<float>(1.0f), tg_.graph.value_info.at(tg_.loss).dtype);
+      // Adam's t counts applied updates only (a skipped step leaves the moments as they were).
+      feeds[tg_.step] = Tensor::scalar<int64_t>(optimizer_step_ + 1);
+      // Backward starts from the loss scale; UnscaleAndCheck multiplies by its inverse.
+      feeds[tg_.seed] = cast_tensor(Tensor::scalar<double>(scaler_.scale()),
+                                    tg_.graph.value_info.at(tg_.loss).dtype);
+      if (!tg_.inv_scale.empty())
+        feeds[tg_.inv_scale] = Tensor::scalar<float>(static_cast<float>(scaler_.inv_scale()));
       std::vector<std::string> fetch = {tg_.loss};
+      if (!tg_.found_inf.empty()) fetch.push_back(tg_.found_inf);
       for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
       auto out = exec_->run(feeds, fetch);
+      // On a skipped step the updates hand back their inputs, so parameters and optimizer state
+      // stay bit for bit; BatchNorm running statistics keep this forward's update (as PyTorch).
       for (const auto& [name, next] : tg_.updates) state_[name] = out.at(next);
+      const bool found_inf = !tg_.found_inf.empty() && out.at(tg_.found_inf).item_as_double() != 0;
+      const bool applied = scaler_.update(found_inf);
+      if (applied) ++optimizer_step_;
       const double loss = out.at(tg_.loss).item_as_double();
-      if (!std::isfinite(loss))
-        throw Error(cat("the loss became ", loss, " at step ", step_ + 1,
-                        " (learning rate too high?)"));
+      if (!std::isfinite(loss)) {
+        // Without loss scaling a non-finite loss is fatal. With it, the step was skipped (the
+        // gradients are non-finite too) as PyTorch's GradScaler does; an FP16 forward pass that
+        // overflows on one batch recovers on the next, but one that overflows on every batch
+        // does not (the scale cannot help the forward pass), so a run of them stops training.
+        if (applied || ++nonfinite_run >= kMaxNonFiniteLosses)
+          throw Error(cat("the loss became ", loss, " at step ", step_ + 1,
+                          applied ? " (learning rate too high?)"
+                                  : cat(" and in the ", kMaxNonFiniteLosses - 1,
+                                        " steps before it (the forward pass overflows; try "
+                                        "--precision bf16, --fp32-nodes or a lower learning rate)")));
+      } else {
+        nonfinite_run = 0;
+        epoch_loss += loss;
+        ++finite_steps;
+      }
       ++step_;
-      ++epoch_steps;
-      epoch_loss += loss;
       samples_seen += b.inputs.dim(0);
       if (on_step) on_step(step_, loss);
       const bool report = step_ % cfg_.log_every == 0 || step_ == total;
@@ -283,7 +317,10 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
         const double eta = (total - step_) * el / std::max<int64_t>(1, step_ - first_step);
         if (log) {
           nlohmann::json j = {{"step", step_}, {"epoch", epoch + 1}, {"loss", loss}, {"lr", lr},
-                              {"loss_scale", 1.0}, {"samples_per_s", sps}, {"elapsed_s", el}};
+                              {"loss_scale", scaler_.scale()},
+                              {"skipped_steps", scaler_.state().skipped_steps},
+                              {"samples_per_s", sps}, {"elapsed_s", el}};
+          if (!std::isfinite(loss)) j["loss"] = nullptr;  // JSON has no Inf/NaN
           *log << j.dump() << "\n" << std::flush;
         }
         if (cfg_.progress) {
@@ -291,11 +328,12 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
           const int width = 24;
           const int filled = static_cast<int>(width * step_ / std::max<int64_t>(1, total));
           std::snprintf(line, sizeof line,
-                        "epoch %lld/%lld [%s%s] step %lld/%lld loss %.4f lr %.3g scale 1 "
-                        "%.0f samples/s ETA %s",
+                        "epoch %lld/%lld [%s%s] step %lld/%lld loss %.4f lr %.3g scale %g "
+                        "skipped %lld %.0f samples/s ETA %s",
                         static_cast<long long>(epoch + 1), static_cast<long long>(cfg_.epochs),
                         std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                        static_cast<long long>(step_), static_cast<long long>(total), loss, lr, sps,
+                        static_cast<long long>(step_), static_cast<long long>(total), loss, lr,
+                        scaler_.scale(), static_cast<long long>(scaler_.state().skipped_steps), sps,
                         fmt_time(eta).c_str());
           if (tty) std::cerr << "\r" << line << std::flush;
           else std::cout << line << "\n" << std::flush;
@@ -303,19 +341,21 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
       }
     }
     if (tty) std::cerr << "\n";
+    const double mean_loss = finite_steps ? epoch_loss / static_cast<double>(finite_steps) : 0.0;
     nlohmann::json ej = {{"epoch", epoch + 1}, {"step", step_},
-                         {"train_loss", epoch_steps ? epoch_loss / epoch_steps : 0.0},
-                         {"elapsed_s", elapsed()}, {"loss_scale", 1.0},
+                         {"train_loss", mean_loss},
+                         {"elapsed_s", elapsed()}, {"loss_scale", scaler_.scale()},
+                         {"skipped_steps", scaler_.state().skipped_steps},
                          {"samples_per_s", samples_seen / std::max(elapsed(), 1e-9)},
                          {"lr", scheduled_lr(cfg_.lr, cfg_.schedule, std::max<int64_t>(0, step_ - 1), total, per_epoch)},
-                         {"loss", epoch_steps ? epoch_loss / epoch_steps : 0.0}};
+                         {"loss", mean_loss}};
     if (val) {
       EvalResult r = evaluate(*val);
       ej["val_loss"] = r.loss;
       if (r.accuracy >= 0) ej["val_accuracy"] = r.accuracy;
       if (cfg_.progress) {
-        std::cout << "epoch " << epoch + 1 << ": train loss "
-                  << (epoch_steps ? epoch_loss / epoch_steps : 0.0) << ", val loss " << r.loss;
+        std::cout << "epoch " << epoch + 1 << ": train loss " << mean_loss << ", val loss "
+                  << r.loss;
         if (r.accuracy >= 0) std::cout << ", val accuracy " << 100.0 * r.accuracy << "%";
         std::cout << "\n" << std::flush;
       }

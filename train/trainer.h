@@ -10,6 +10,7 @@
 
 #include "runtime/executor.h"
 #include "train/data/batches.h"
+#include "train/loss_scaler.h"
 #include "train/training_graph.h"
 
 namespace oat::train {
@@ -39,7 +40,9 @@ struct TrainerConfig {
   std::string checkpoint_dir; // "" = none; written at each epoch end and at the end
   bool resume = false;        // continue from checkpoint_dir
   bool progress = true;       // progress output at all
-  TrainingGraphOptions graph;
+  TrainingGraphOptions graph;  // graph.loss_scaling is set from loss_scale
+  // Loss scaling (none by default; the CLI picks dynamic for --precision fp16).
+  LossScalerConfig loss_scale;
 };
 
 struct EvalResult {
@@ -65,6 +68,11 @@ class Trainer {
   const TrainingGraph& training_graph() const { return tg_; }
   const BatchLayout& layout() const { return layout_; }
   int64_t step() const { return step_; }
+  // Steps whose update was applied (Adam's t): step() minus the overflowing steps skipped.
+  int64_t optimizer_step() const { return optimizer_step_; }
+  const LossScaler& loss_scaler() const { return scaler_; }
+  // Parameters, optimizer state and BatchNorm statistics (FP32 masters), by initializer name.
+  const std::map<std::string, Tensor>& state() const { return state_; }
   // Called after every step with (step, loss); for tests.
   std::function<void(int64_t, double)> on_step;
 
@@ -79,6 +87,8 @@ class Trainer {
   std::unique_ptr<Executor> exec_;
   std::map<std::string, Tensor> state_;  // params, optimizer state, BN statistics
   int64_t step_ = 0;
+  int64_t optimizer_step_ = 0;
+  LossScaler scaler_;
 };
 
 // Loss and accuracy of `model` with `weights` overriding its initializers, in inference mode.

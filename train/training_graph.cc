@@ -75,8 +75,11 @@ class Emitter {
     n.outputs = std::move(outputs);
     n.attrs = std::move(attrs);
     g_.nodes.push_back(n);
+    emitted_.push_back(name);
     return g_.nodes.back().outputs.empty() ? "" : g_.nodes.back().outputs[0];
   }
+  // Names of the nodes emitted so far (the loss, loss scaling, clipping, optimizer nodes).
+  const std::vector<std::string>& emitted() const { return emitted_; }
   void input(const std::string& name, DType dt, std::optional<std::vector<Dim>> shape) {
     ValueInfo v;
     v.name = name;
@@ -87,6 +90,7 @@ class Emitter {
 
  private:
   Graph& g_;
+  std::vector<std::string> emitted_;
 };
 
 // Switches BatchNormalization to training mode (opset-15 form: Y, running_mean, running_var)
@@ -135,9 +139,42 @@ void to_training_mode(Graph& g, TrainingGraph& tg) {
   }
 }
 
+// Paints the whole training graph and inserts the Casts (DESIGN.md "Mixed precision").
+void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& options,
+                           const BackwardResult& bw, const std::vector<std::string>& fp32_pins) {
+  Graph& g = tg.graph;
+  convert::PaintOptions po;
+  po.low = options.precision;
+  if (!options.op_lists.empty()) po.lists.apply_json_file(options.op_lists);
+  po.fp32_nodes.insert(options.fp32_nodes.begin(), options.fp32_nodes.end());
+  po.low_nodes.insert(options.low_nodes.begin(), options.low_nodes.end());
+  // Ours: the loss, loss scaling, clipping and the optimizer (every node the Emitter wrote), and
+  // the Sum that accumulates a parameter's gradient contributions (weight gradients accumulate
+  // in FP32). Their gradient nodes follow them, so the seed's path is FP32 too.
+  std::set<std::string> grad_values;
+  for (const auto& [p, gv] : tg.grads) grad_values.insert(gv);
+  for (const auto& name : fp32_pins) po.fp32_nodes.insert(name);
+  for (const Node& n : g.nodes)
+    if (n.op == OpId::Sum && n.outputs.size() == 1 && grad_values.count(n.outputs[0]))
+      po.fp32_nodes.insert(n.name);
+  po.follow = bw.origin;
+  tg.plan = convert::paint(g, po);
+
+  convert::ApplyOptions ao;
+  ao.keep_io_types = true;             // the trainer feeds FP32 batches and reads an FP32 loss
+  ao.convert_initializers = false;     // FP32 masters; Cast nodes make the working copies
+  for (const auto& [state, next] : tg.updates) ao.keep_fp32_values.insert(state);
+  for (const auto& [state, next] : tg.updates) ao.keep_fp32_values.insert(next);
+  convert::apply_plan(g, tg.plan, ao);
+}
+
 }  // namespace
 
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options) {
+  if (options.precision != DType::F32 && options.precision != DType::F16 &&
+      options.precision != DType::BF16)
+    throw Error(cat("training precision must be fp32, fp16 or bf16, got ",
+                    dtype_name(options.precision)));
   TrainingGraph tg;
   tg.graph = model;
   Graph& g = tg.graph;
@@ -246,6 +283,21 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
 
   std::vector<std::string> grads;
   for (const auto& p : tg.params) grads.push_back(tg.grads.at(p));
+  std::string skip;  // the optimizer updates' trailing `skip` input
+  if (options.loss_scaling) {
+    // One pass: every gradient times 1/scale (in FP32), and whether any is Inf/NaN.
+    tg.inv_scale = "loss_scale.inv";
+    tg.found_inf = "loss_scale.found_inf";
+    e.input(tg.inv_scale, DType::F32, std::vector<Dim>{});
+    std::vector<std::string> ins = {tg.inv_scale}, outs;
+    ins.insert(ins.end(), grads.begin(), grads.end());
+    for (const auto& p : tg.params) outs.push_back(p + ".grad.unscaled");
+    outs.push_back(tg.found_inf);
+    e.node("UnscaleAndCheck", "loss_scale.unscale", ins, outs, {}, kInternalDomain);
+    outs.pop_back();
+    grads = outs;
+    skip = tg.found_inf;
+  }
   if (options.clip_norm > 0) {
     g.initializers["clip.max_norm"] = Tensor::scalar<float>(static_cast<float>(options.clip_norm));
     std::vector<std::string> ins = grads, outs;
@@ -258,6 +310,10 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   }
 
   const OptimizerConfig& o = options.optimizer;
+  auto with_skip = [&](std::vector<std::string> ins) {
+    if (!skip.empty()) ins.push_back(skip);
+    return ins;
+  };
   for (size_t i = 0; i < tg.params.size(); ++i) {
     const std::string& p = tg.params[i];
     const Tensor& pt = model.initializers.at(p);
@@ -272,15 +328,16 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
                                             {"weight_decay", float_attr(o.weight_decay)}};
       if (o.momentum != 0.0) {
         std::string v = zeros_like(p + ".velocity");
-        e.node("SGDUpdate", p + ".sgd", {p, grads[i], v, tg.lr}, {p + ".next", v + ".next"}, a,
-               kInternalDomain);
+        e.node("SGDUpdate", p + ".sgd", with_skip({p, grads[i], v, tg.lr}),
+               {p + ".next", v + ".next"}, a, kInternalDomain);
         tg.updates[v] = v + ".next";
       } else {
-        e.node("SGDUpdate", p + ".sgd", {p, grads[i], "", tg.lr}, {p + ".next"}, a, kInternalDomain);
+        e.node("SGDUpdate", p + ".sgd", with_skip({p, grads[i], "", tg.lr}), {p + ".next"}, a,
+               kInternalDomain);
       }
     } else {
       std::string m = zeros_like(p + ".adam_m"), v = zeros_like(p + ".adam_v");
-      e.node("AdamUpdate", p + ".adam", {p, grads[i], m, v, tg.lr, tg.step},
+      e.node("AdamUpdate", p + ".adam", with_skip({p, grads[i], m, v, tg.lr, tg.step}),
              {p + ".next", m + ".next", v + ".next"},
              {{"beta1", float_attr(o.beta1)},
               {"beta2", float_attr(o.beta2)},
@@ -304,6 +361,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   for (const auto& v : g.inputs) known.push_back(v.name);
   for (const auto& [k, t] : g.initializers) known.push_back(k);
   topological_sort(g.nodes, known);
+  if (options.precision != DType::F32) apply_mixed_precision(tg, options, bw, e.emitted());
   return tg;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/precision.h"
 #include "runtime/graph.h"
 
 namespace oat::train {
@@ -38,6 +39,19 @@ struct TrainingGraphOptions {
   double clip_norm = 0.0;              // > 0: clip gradients to this global L2 norm
   std::vector<std::string> freeze;     // parameter-name patterns ('*' and '?' wildcards)
   std::string output;                  // the model output the loss uses ("" = the first)
+  // Loss scaling: an UnscaleAndCheck node (inputs inv_scale + every parameter gradient) before
+  // clipping, whose found_inf is the optimizer updates' `skip`. The trainer sets this from its
+  // LossScaler (train/loss_scaler.h).
+  bool loss_scaling = false;
+  // Mixed precision: F32 (plain), F16 or BF16. The whole training graph is painted (convert/):
+  // a gradient node takes its forward node's precision; the loss, the seed's path, loss scaling,
+  // clipping, the optimizer updates and the sums of parameter gradients stay FP32; parameters,
+  // optimizer state and BatchNorm statistics stay FP32 initializers (the master weights), read by
+  // the low-precision nodes through Casts that run every step (the working copies).
+  DType precision = DType::F32;
+  std::string op_lists;                 // --op-lists FILE.json ("" = the default lists)
+  std::vector<std::string> fp32_nodes;  // --fp32-nodes: forward nodes pinned FP32 (their gradients follow)
+  std::vector<std::string> low_nodes;   // --fp16-nodes: forward nodes pinned to `precision`
 };
 
 struct TrainingGraph {
@@ -49,16 +63,20 @@ struct TrainingGraph {
   std::string lr = "lr";   // scalar float input: this step's learning rate
   std::string step = "step";  // scalar int64 input: 1-based step count (Adam's bias correction)
   std::string seed;        // scalar input: dLoss/dLoss (1, or the loss scale)
+  std::string inv_scale;   // scalar float input: 1 / loss scale ("" without loss scaling)
+  std::string found_inf;   // bool scalar: some gradient is Inf/NaN, the step is skipped ("" without)
   std::vector<std::string> params;      // trainable parameters (initializer names)
   std::vector<std::string> frozen;      // float initializers kept fixed (by --freeze)
   std::vector<std::string> bn_stats;    // BatchNorm running mean/var initializers
   std::map<std::string, std::string> updates;  // state name -> value holding its next version
   std::map<std::string, std::string> grads;    // param -> its gradient value
+  convert::PrecisionPlan plan;                 // mixed precision only: every node's precision
 };
 
 // Builds the training graph. Throws Error when the model has no float input, the loss does not
-// fit the output (cross-entropy needs [N, C] logits; "model" needs a scalar output), or an op on
-// the path to the loss has no gradient builder (named).
+// fit the output (cross-entropy needs [N, C] logits; "model" needs a scalar output), an op on
+// the path to the loss has no gradient builder (named), the precision is not F32/F16/BF16, or
+// a pinned node does not exist / the op-lists file is malformed (from convert/).
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options);
 
 // Whether `name` matches the wildcard `pattern` ('*' any run, '?' one character).

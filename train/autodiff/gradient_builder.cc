@@ -44,6 +44,7 @@ class GradientGraphBuilder {
       n.outputs.push_back(k < static_cast<int>(output_names.size()) && !output_names[k].empty()
                               ? fresh(output_names[k])
                               : fresh(n.name + ":" + std::to_string(k)));
+    if (!forward_.empty()) origin_[n.name] = forward_;
     new_nodes_.push_back(std::move(n));
     return new_nodes_.back().outputs;
   }
@@ -71,6 +72,11 @@ class GradientGraphBuilder {
     return s;
   }
 
+  // The forward node whose gradient is being built: every node emitted meanwhile is recorded as
+  // following it (BackwardResult::origin). "" records nothing.
+  void set_forward(std::string name) { forward_ = std::move(name); }
+  std::map<std::string, std::string>& origin() { return origin_; }
+
   Graph& graph() { return graph_; }
   std::vector<Node>& new_nodes() { return new_nodes_; }
   const std::string& current_prefix() const { return prefix_; }
@@ -83,6 +89,8 @@ class GradientGraphBuilder {
   std::map<std::string, std::vector<std::string>> partials_;
   std::map<std::string, std::string> shapes_;
   std::string prefix_;
+  std::string forward_;
+  std::map<std::string, std::string> origin_;
 };
 
 // ---- GradientContext --------------------------------------------------------------------------
@@ -251,6 +259,8 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
   // so a value's gradient is complete when its producer asks for it.
   for (auto it = graph.nodes.rbegin(); it != graph.nodes.rend(); ++it) {
     const Node& n = *it;
+    // The Sum of the partial gradients of n's outputs, and n's own gradient nodes, follow n.
+    b.set_forward(n.name);
     std::vector<std::string> go;
     bool any_go = false;
     for (const auto& o : n.outputs) {
@@ -275,11 +285,14 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
     spec->build(ctx);
   }
 
+  // Sums of the gradients of `wrt` values (parameters, inputs) have no forward node to follow.
+  b.set_forward("");
   for (const auto& w : wrt) {
     std::string g = b.accumulate(w);
     if (g.empty()) result.no_path.push_back(w);
     else result.grads[w] = g;
   }
+  result.origin = std::move(b.origin());
   graph.inputs.push_back(seed);
   for (Node& n : b.new_nodes()) graph.nodes.push_back(std::move(n));
   std::vector<std::string> known;

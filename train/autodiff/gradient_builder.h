@@ -109,6 +109,10 @@ struct BackwardResult {
   std::map<std::string, std::string> grads;  // value name -> gradient value name
   std::string seed;                           // the seed input's name
   std::vector<std::string> no_path;           // requested values with no path to the loss
+  // Emitted gradient node -> the forward node it differentiates (mixed precision paints a
+  // gradient node like its forward node). Nodes summing the gradient of a forward output
+  // follow that output's producer; the sums for `wrt` values follow nothing and are absent.
+  std::map<std::string, std::string> origin;
 };
 
 // Appends to `graph` the nodes that compute dLoss/dX for each X in `wrt` (initializers or

@@ -18,9 +18,17 @@
 //
 // With skip = true (an overflowing mixed-precision step) every output is its input unchanged.
 //
+// UnscaleAndCheck(inv_scale, G₁..Gₙ) -> (G₁'..Gₙ', found_inf)     (torch.amp's
+//   _amp_foreach_non_finite_check_and_unscale_): one pass over every gradient,
+//   Gᵢ' = Gᵢ · inv_scale computed in FP32 (F64 when inv_scale is F64) whatever the storage
+//   type of Gᵢ (F16/BF16 gradients are widened), found_inf = any element of any Gᵢ' is Inf/NaN
+//   (bool scalar). Comes before GlobalNormClip, so clipping sees the true gradient norm; its
+//   found_inf feeds the optimizer updates' `skip`.
+//
 // GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm):  ‖G‖ = √(Σᵢ Σ Gᵢ²),
 //   Gᵢ' = Gᵢ · min(1, max_norm / (‖G‖ + 1e-6))       (torch.nn.utils.clip_grad_norm_)
 #include <cmath>
+#include <type_traits>
 
 #include "runtime/cpu/register.h"
 
@@ -168,6 +176,52 @@ void global_norm_clip(KernelContext& ctx) {
   }
 }
 
+// Unscales one gradient into `out` (type O) and returns whether it holds an Inf or NaN.
+template <class O>
+bool unscale_into(const Tensor& g, O inv, Tensor& out) {
+  return dispatch_dtype(g.dtype(), [&](auto tag) -> bool {
+    using T = decltype(tag);
+    if constexpr (!std::is_floating_point_v<T> && !std::is_same_v<T, Eigen::half> &&
+                  !std::is_same_v<T, Eigen::bfloat16>) {
+      throw Error(cat("gradient of dtype ", dtype_name(g.dtype()), " cannot be unscaled"));
+    } else {
+      const T* s = g.data<T>();
+      O* d = out.data<O>();
+      const int64_t count = g.numel();
+      int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (count > 65536)
+      for (int64_t k = 0; k < count; ++k) {
+        const O v = static_cast<O>(s[k]) * inv;
+        d[k] = v;
+        bad |= !std::isfinite(v);
+      }
+      return bad != 0;
+    }
+  });
+}
+
+template <class O>
+void unscale_and_check(KernelContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  if (n < 1) ctx.fail("needs inv_scale and at least one gradient");
+  if (ctx.num_outputs() != n + 1)
+    ctx.fail(cat(n, " gradients need ", n + 1, " outputs (the gradients and found_inf), got ",
+                 ctx.num_outputs()));
+  const Tensor& inv_t = ctx.input(0);
+  if (inv_t.numel() != 1) ctx.fail(cat("inv_scale must be a scalar, got ", shape_str(inv_t.shape())));
+  const O inv = static_cast<O>(inv_t.item_as_double());
+  bool found = false;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i + 1);
+    if (!is_floating(g.dtype()))
+      ctx.fail(cat("gradient ", i, " has dtype ", dtype_name(g.dtype()), "; gradients are floats"));
+    Tensor& o = ctx.allocate_output(i, dtype_of<O>(), g.shape());
+    found |= unscale_into<O>(g, inv, o);
+  }
+  Tensor& f = ctx.allocate_output(n, DType::Bool, {});
+  f.data<bool>()[0] = found;
+}
+
 }  // namespace
 
 void register_optimizer(KernelRegistry& r) {
@@ -175,6 +229,9 @@ void register_optimizer(KernelRegistry& r) {
   r.add(OpId::SGDUpdate, Device::CPU, DType::F64, function_kernel(sgd_update<double>));
   r.add(OpId::AdamUpdate, Device::CPU, DType::F32, function_kernel(adam_update<float>));
   r.add(OpId::AdamUpdate, Device::CPU, DType::F64, function_kernel(adam_update<double>));
+  // Keyed by inv_scale's dtype: F32 (the training graph's) or F64 (double-precision tests).
+  r.add(OpId::UnscaleAndCheck, Device::CPU, DType::F32, function_kernel(unscale_and_check<float>));
+  r.add(OpId::UnscaleAndCheck, Device::CPU, DType::F64, function_kernel(unscale_and_check<double>));
   r.add(OpId::GlobalNormClip, Device::CPU, DType::F32, function_kernel(global_norm_clip<float>));
   r.add(OpId::GlobalNormClip, Device::CPU, DType::F64, function_kernel(global_norm_clip<double>));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/convert_command.h"
 #include "cli/train_commands.h"
 #include "runtime/error.h"
 
@@ -30,7 +31,8 @@ std::string one_line(std::string s) {
 int run_main(int argc, char** argv) {
   // `train` is the default subcommand: `onnx-amp-train model.onnx ...` means
   // `onnx-amp-train train model.onnx ...`.
-  static const std::set<std::string> kSubcommands = {"train", "infer", "inspect", "eval", "zoo"};
+  static const std::set<std::string> kSubcommands = {"train", "infer", "inspect",
+                                                     "eval",  "zoo",   "convert"};
   std::vector<char*> args(argv, argv + argc);
   static char kTrain[] = "train";
   if (argc > 1 && argv[1][0] != '-' && !kSubcommands.count(argv[1]))
@@ -87,6 +89,7 @@ int run_main(int argc, char** argv) {
       ->needs(precision_opt);
 
   TrainCommands train_commands(app);
+  ConvertCommand convert_command(app);
 
   try {
     app.parse(argc, argv);
@@ -99,6 +102,7 @@ int run_main(int argc, char** argv) {
     if (train_commands.selected()) return train_commands.run();
     if (*infer_cmd) return run_infer(infer);
     if (*inspect_cmd) return run_inspect(inspect);
+    if (convert_command.selected()) return convert_command.run();
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
     return 1;

@@ -8,8 +8,6 @@
 
 namespace oat::onnx_loader {
 
-namespace {
-
 void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p) {
   p->set_name(v.name);
   auto* tt = p->mutable_type()->mutable_tensor_type();
@@ -23,7 +21,7 @@ void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p) {
   }
 }
 
-void graph_to_proto(const Graph& g, onnx::GraphProto* gp);
+namespace {
 
 void attribute_to_proto(const std::string& name, const Attribute& a, onnx::AttributeProto* p,
                         const Node& n) {
@@ -62,6 +60,8 @@ void attribute_to_proto(const std::string& name, const Attribute& a, onnx::Attri
   }
 }
 
+}  // namespace
+
 void graph_to_proto(const Graph& g, onnx::GraphProto* gp) {
   gp->set_name(g.name.empty() ? "graph" : g.name);
   for (const auto& [name, t] : g.initializers) tensor_to_proto(t, name, gp->add_initializer());
@@ -79,8 +79,6 @@ void graph_to_proto(const Graph& g, onnx::GraphProto* gp) {
     for (const auto& [k, a] : n.attrs) attribute_to_proto(k, a, np->add_attribute(), n);
   }
 }
-
-}  // namespace
 
 std::string serialize_graph(const Graph& g, const GraphWriteOptions& options) {
   onnx::ModelProto m;

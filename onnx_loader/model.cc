@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -290,6 +291,168 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
     if (has_data) std::remove(data_path.c_str());
     throw;
   }
+}
+
+namespace {
+
+// Why libonnx cannot judge `proto`, or "" when it can.
+std::string beyond_libonnx(const onnx::ModelProto& proto) {
+  if (proto.ir_version() > onnx::Version::IR_VERSION)
+    return cat("IR version ", proto.ir_version(), " is newer than libonnx knows (",
+               static_cast<int>(onnx::Version::IR_VERSION), ")");
+  for (const auto& op : proto.opset_import())
+    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > libonnx_max_opset())
+      return cat("opset ", op.version(), " is newer than libonnx knows (", libonnx_max_opset(),
+                 ")");
+  return "";
+}
+
+// The ONNX checker, then shape inference in strict mode with type checking: it catches what the
+// checker does not, such as an Add of a float16 and a float32 tensor or a declared type that no
+// longer matches its producer.
+void check_strictly(onnx::ModelProto& proto, const std::string& out_path) {
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    throw Error(cat(out_path, ": not written, the ONNX checker rejects the model: ", e.what()));
+  }
+  onnx::ModelProto copy = inference_copy(proto);
+  try {
+    onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1,
+                                     /*enable_data_propagation=*/false};
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception& e) {
+    throw Error(cat(out_path, ": not written, ONNX type inference rejects the model: ", e.what()));
+  }
+}
+
+bool has_external_initializers(const onnx::GraphProto& g) {
+  for (const auto& init : g.initializer())
+    if (init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<TypeConstraint> input_type_constraint(const std::string& op_type,
+                                                    const std::string& domain, int64_t opset,
+                                                    size_t index) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+      op_type, static_cast<int>(opset), domain == "ai.onnx" ? "" : domain);
+  if (!schema || schema->inputs().empty()) return std::nullopt;
+  const auto& formals = schema->inputs();
+  size_t k = index;
+  if (k >= formals.size()) {
+    if (formals.back().GetOption() != onnx::OpSchema::Variadic) return std::nullopt;
+    k = formals.size() - 1;
+  }
+  static const std::map<std::string, DType> kTypes = {
+      {"tensor(float)", DType::F32},  {"tensor(float16)", DType::F16},
+      {"tensor(bfloat16)", DType::BF16}, {"tensor(double)", DType::F64},
+      {"tensor(int64)", DType::I64},  {"tensor(int32)", DType::I32},
+      {"tensor(int8)", DType::I8},    {"tensor(uint8)", DType::U8},
+      {"tensor(bool)", DType::Bool}};
+  TypeConstraint c;
+  c.name = formals[k].GetTypeStr();
+  for (const auto* t : formals[k].GetTypes()) {
+    auto it = kTypes.find(*t);
+    if (it != kTypes.end()) c.allowed.push_back(it->second);
+  }
+  return c;
+}
+
+std::vector<std::string> model_files(const Model& model) {
+  std::vector<std::string> files;
+  if (!model.path.empty()) files.push_back(model.path);
+  if (!model.proto) return files;
+  const fs::path dir = fs::path(model.path).parent_path();
+  std::set<std::string> seen;
+  for (const auto& init : model.proto->proto.graph().initializer()) {
+    if (init.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+    for (const auto& e : init.external_data())
+      if (e.key() == "location" && seen.insert(e.value()).second)
+        files.push_back((dir / e.value()).string());
+  }
+  return files;
+}
+
+SavedModel save_rewritten_model(const Model& model, const Graph& graph, const std::string& out_path,
+                                const SaveOptions& options) {
+  if (!model.proto) throw Error("save_rewritten_model: model has no original ModelProto");
+  const onnx::ModelProto& orig = model.proto->proto;
+  onnx::ModelProto proto;
+  proto.set_ir_version(orig.ir_version());
+  proto.set_producer_name(orig.producer_name());
+  proto.set_producer_version(orig.producer_version());
+  proto.set_domain(orig.domain());
+  proto.set_model_version(orig.model_version());
+  proto.set_doc_string(orig.doc_string());
+  *proto.mutable_metadata_props() = orig.metadata_props();
+  for (const auto& [domain, version] : graph.opsets) {
+    auto* op = proto.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  auto* g = proto.mutable_graph();
+  graph_to_proto(graph, g);
+  g->set_name(orig.graph().name());
+  g->set_doc_string(orig.graph().doc_string());
+  // value_info: what the original declared, with the rewritten types.
+  g->clear_value_info();
+  for (const auto& vi : orig.graph().value_info()) {
+    auto it = graph.value_info.find(vi.name());
+    if (it != graph.value_info.end()) value_info_to_proto(it->second, g->add_value_info());
+  }
+  // Old IR (< 4) lists initializers among the inputs: keep doing so, with their new types.
+  std::set<std::string> inputs;
+  for (const auto& in : g->input()) inputs.insert(in.name());
+  for (const auto& in : orig.graph().input()) {
+    auto it = graph.initializers.find(in.name());
+    if (it == graph.initializers.end() || inputs.count(in.name())) continue;
+    ValueInfo v;
+    v.name = in.name();
+    v.dtype = it->second.dtype();
+    v.shape = std::vector<Dim>();
+    for (int64_t d : it->second.shape()) v.shape->push_back(Dim{d, ""});
+    value_info_to_proto(v, g->add_input());
+  }
+
+  SavedModel saved;
+  saved.not_checked_why = beyond_libonnx(proto);
+  if (saved.not_checked_why.empty()) {
+    check_strictly(proto, out_path);
+    saved.checked = true;
+  }
+
+  const size_t limit = std::min(options.protobuf_limit_bytes, kProtobufLimit);
+  const bool external = options.external_data || has_external_initializers(orig.graph()) ||
+                        proto.ByteSizeLong() > limit;
+  std::string data_bytes;
+  const std::string data_name = fs::path(out_path).filename().string() + ".data";
+  if (external) externalise(g, options.external_threshold_bytes, data_name, data_bytes);
+  if (proto.ByteSizeLong() > limit)
+    throw Error(cat(out_path,
+                    ": the model is over protobuf's 2 GB limit even with its "
+                    "initializers in external data (large Constant nodes?)"));
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes))
+    throw Error(cat(out_path, ": the model could not be serialised"));
+  const std::string data_path = (fs::path(out_path).parent_path() / data_name).string();
+  const bool has_data = !data_bytes.empty();
+  if (has_data) write_file_atomic(data_path, data_bytes);
+  try {
+    write_file_atomic(out_path, bytes);
+  } catch (...) {
+    if (has_data) std::remove(data_path.c_str());
+    throw;
+  }
+  saved.files.push_back(out_path);
+  saved.bytes = bytes.size();
+  if (has_data) {
+    saved.files.push_back(data_path);
+    saved.bytes += data_bytes.size();
+  }
+  return saved;
 }
 
 }  // namespace oat::onnx_loader

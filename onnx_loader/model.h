@@ -2,8 +2,10 @@
 // stay behind the opaque ModelProtoHandle.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,46 @@ struct SaveOptions {
 // name the model does not have.
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
                 const std::string& out_path, const SaveOptions& options = {});
+
+// The files that hold `model`: its path, then each external-data file its initializers name
+// (resolved against the model's folder), each once. For sizes in reports.
+std::vector<std::string> model_files(const Model& model);
+
+// What save_rewritten_model wrote.
+struct SavedModel {
+  std::vector<std::string> files;  // the model, then `<out>.data` when initializers went there
+  uintmax_t bytes = 0;             // total size of those files
+  bool checked = false;            // the ONNX checker (and type inference) accepted it
+  std::string not_checked_why;     // when !checked: e.g. "opset 18 is newer than libonnx knows"
+};
+
+// Writes `graph`, a rewritten version of `model.graph` (nodes, initializers, types may all have
+// changed: e.g. an FP16 inference model from convert/), inside `model`'s original ModelProto:
+// ir_version, producer, doc strings, metadata_props and the graph's name are kept; opset_import
+// comes from graph.opsets; nodes, initializers, inputs and outputs from `graph`; value_info is
+// written for the values the original model declared (with `graph`'s current types), not for
+// what shape inference added at load time. Initializers go to `<out>.data` beside the output when
+// options.external_data is set, when the input model kept any initializer in external data, or
+// when the model would pass the protobuf limit. Before anything is written, the ONNX checker and
+// strict type inference (libonnx) must accept the model; both are skipped, and the reason
+// returned, when the model's opset or IR version is newer than libonnx knows. Throws Error with
+// the checker's message otherwise. Written to temporary files and renamed.
+SavedModel save_rewritten_model(const Model& model, const Graph& graph, const std::string& out_path,
+                                const SaveOptions& options = {});
+
+// What ONNX's schema of an op (libonnx) allows for one of its inputs: the name of the input's type
+// constraint ("T": inputs and outputs sharing it must have one type) and the element types the
+// constraint allows (those the runtime stores; string, complex, ... are left out).
+struct TypeConstraint {
+  std::string name;
+  std::vector<DType> allowed;
+};
+// For `op_type` in `domain` ("" is ai.onnx) at the imported `opset` (for newer opsets than libonnx
+// knows, its newest schema); a variadic last input covers every index from its own. nullopt when
+// libonnx has no schema for the op or the input index.
+std::optional<TypeConstraint> input_type_constraint(const std::string& op_type,
+                                                    const std::string& domain, int64_t opset,
+                                                    size_t index);
 
 // The domains and opset versions this build accepts. Unknown domains are rejected by name.
 bool is_known_domain(const std::string& domain);

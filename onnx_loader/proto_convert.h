@@ -42,5 +42,11 @@ Graph graph_from_proto(const onnx::GraphProto& g, const std::map<std::string, in
                        bool is_subgraph);
 
 ValueInfo value_info_from_proto(const onnx::ValueInfoProto& v);
+void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p);
+
+// Graph -> GraphProto (graph_writer.cc): initializers inline as raw_data, inputs, outputs,
+// value_info, nodes with their attributes and subgraphs. Throws Error naming the node for an
+// attribute kind that cannot be written (sparse tensors, type protos).
+void graph_to_proto(const Graph& g, onnx::GraphProto* gp);
 
 }  // namespace oat::onnx_loader

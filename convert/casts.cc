@@ -12,7 +12,8 @@
 // that subgraphs read from the outer scope) are written by their producer under a new name
 // "<value>_fp16" and cast back to the original name right after it. Graph inputs whose readers all
 // want the low type become low (unless keep_io_types); with convert_initializers, initializers
-// read only in the low type are stored in it (F16: finite |x| > 65504 clamped, and reported).
+// and Constant nodes' tensors read only in the low type are stored in it (F16: finite
+// |x| > 65504 clamped, and reported).
 #include <cmath>
 #include <limits>
 #include <set>
@@ -56,7 +57,10 @@ class Rewriter {
       }
     }
     convert_graph_inputs(wants);
-    if (o_.convert_initializers) convert_initializers(wants);
+    if (o_.convert_initializers) {
+      convert_initializers(wants);
+      convert_constants(wants);
+    }
     rewrite_nodes();
     for (auto& v : g_.outputs)
       if (auto it = cur_.find(v.name); it != cur_.end()) v.dtype = it->second;
@@ -146,32 +150,58 @@ class Rewriter {
     }
   }
 
+  // `t` (F32) in the low type; for F16, finite values beyond ±65504 are clamped and reported.
+  Tensor to_low(const Tensor& t, const std::string& name) {
+    Tensor src = t;
+    if (low_ == DType::F16) {
+      // FP16's largest finite value is 65504; beyond it a value would become Inf.
+      constexpr float kMax = 65504.0f;
+      size_t clamped = 0;
+      const float* p = t.data<float>();
+      for (int64_t e = 0; e < t.numel(); ++e)
+        if (std::isfinite(p[e]) && std::fabs(p[e]) > kMax) ++clamped;
+      if (clamped) {
+        src = t.clone();
+        float* q = src.data<float>();
+        for (int64_t e = 0; e < src.numel(); ++e)
+          if (std::isfinite(q[e]) && std::fabs(q[e]) > kMax) q[e] = q[e] > 0 ? kMax : -kMax;
+        report_.clamped.push_back(
+            cat(name, ": ", clamped, " values beyond FP16's range clamped to ±65504"));
+      }
+    }
+    return cast_tensor(src, low_);
+  }
+
   void convert_initializers(const std::map<std::string, std::vector<DType>>& wants) {
     for (auto& [name, t] : g_.initializers) {
       auto w = wants.find(name);
       if (!t.defined() || t.dtype() != DType::F32 || protected_.count(name) ||
           graph_outputs_.count(name) || w == wants.end() || !all_low(w->second, low_))
         continue;
-      Tensor src = t;
-      if (low_ == DType::F16) {
-        // FP16's largest finite value is 65504; beyond it a value would become Inf.
-        constexpr float kMax = 65504.0f;
-        size_t clamped = 0;
-        const float* p = t.data<float>();
-        for (int64_t e = 0; e < t.numel(); ++e)
-          if (std::isfinite(p[e]) && std::fabs(p[e]) > kMax) ++clamped;
-        if (clamped) {
-          src = t.clone();
-          float* q = src.data<float>();
-          for (int64_t e = 0; e < src.numel(); ++e)
-            if (std::isfinite(q[e]) && std::fabs(q[e]) > kMax) q[e] = q[e] > 0 ? kMax : -kMax;
-          report_.clamped.push_back(
-              cat(name, ": ", clamped, " values beyond FP16's range clamped to ±65504"));
-        }
-      }
-      t = cast_tensor(src, low_);
+      t = to_low(t, name);
       cur_[name] = low_;
       report_.converted_initializers.push_back(name);
+    }
+  }
+
+  // Constant nodes holding an F32 tensor read only in the low type: the value is stored low.
+  void convert_constants(const std::map<std::string, std::vector<DType>>& wants) {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (n.op_type != "Constant" || !(n.domain.empty() || n.domain == "ai.onnx") ||
+          n.outputs.size() != 1)
+        continue;
+      auto a = n.attrs.find("value");
+      const std::string& v = n.outputs[0];
+      auto w = wants.find(v);
+      if (a == n.attrs.end() || a->second.kind != Attribute::Kind::Tensor ||
+          a->second.t.dtype() != DType::F32 || protected_.count(v) || graph_outputs_.count(v) ||
+          w == wants.end() || !all_low(w->second, low_))
+        continue;
+      a->second.t = to_low(a->second.t, n.name.empty() ? v : n.name);
+      orig_[v] = low_;  // the node now writes the low type
+      cur_[v] = low_;
+      report_.converted_constants.push_back(n.name.empty() ? v : n.name);
     }
   }
 

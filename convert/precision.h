@@ -90,8 +90,9 @@ bool input_accepts_any_float(const Node& n, size_t input_index);
 
 struct ApplyOptions {
   bool keep_io_types = false;          // graph inputs/outputs keep FP32 (Casts at the boundary)
-  bool convert_initializers = false;   // store initializers read only in low precision as F16/BF16
-                                       // (inference export); false keeps FP32 masters + Casts (training)
+  bool convert_initializers = false;   // store initializers (and float Constant nodes' values)
+                                       // read only in low precision as F16/BF16 (inference export);
+                                       // false keeps FP32 masters + Casts (training)
   std::set<std::string> keep_fp32_values;  // values never converted (e.g. the training state)
 };
 
@@ -100,6 +101,7 @@ struct ApplyReport {
   size_t casts_inserted = 0;
   size_t casts_removed = 0;
   std::vector<std::string> converted_initializers;
+  std::vector<std::string> converted_constants;  // Constant nodes whose value was stored low
   std::vector<std::string> clamped;  // "name: N values beyond FP16's range clamped to ±65504"
 };
 

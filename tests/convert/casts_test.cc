@@ -159,6 +159,31 @@ TEST_CASE("convert_initializers stores weights read only in low precision, clamp
   CHECK(c.g.initializers.at("W").item_as_double(0) == 999424.0);  // 1e6 rounded to 8 bits
 }
 
+TEST_CASE("convert_initializers stores float Constant values read only in low precision") {
+  GraphBuild b;
+  b.input("x").weight("W");
+  Tensor big(DType::F32, {1});
+  big.data<float>()[0] = 1e5f;
+  b.node("Constant", {}, {"c"}, "scale").attrs["value"] = oat_test::tensor_attr(big);
+  b.node("Constant", {}, {"d"}, "shift").attrs["value"] = oat_test::tensor_attr(big);
+  b.node("MatMul", {"x", "W"}, {"a"}, "mm");
+  b.node("Mul", {"a", "c"}, {"m"}, "mul");  // low
+  b.node("Floor", {"d"}, {"f"}, "floor");   // fp32
+  b.node("Add", {"m", "d"}, {"y"}, "add");  // low: d is read in both types
+  b.output("y").output("f");
+  ApplyOptions a;
+  a.convert_initializers = true;
+  const ApplyReport r = convert_graph(b.g, a);
+  CHECK(r.converted_constants == std::vector<std::string>{"scale"});
+  CHECK(r.clamped == std::vector<std::string>{"scale: 1 values beyond FP16's range clamped to ±65504"});
+  const Tensor& v = find_node(b.g, "scale")->attr("value")->t;
+  CHECK(v.dtype() == DType::F16);
+  CHECK(v.item_as_double(0) == 65504.0);
+  CHECK(find_node(b.g, "mul")->inputs[1] == "c");
+  CHECK(find_node(b.g, "shift")->attr("value")->t.dtype() == DType::F32);
+  CHECK(find_node(b.g, "add")->inputs[1] == "d_to_fp16");
+}
+
 TEST_CASE("BatchNormalization keeps scale, bias, statistics and their outputs in fp32") {
   GraphBuild b;
   b.input("x", DType::F32, {1, 2, 2, 2}).weight("W1", {2, 2, 1, 1}).weight("W2", {2, 2, 1, 1});

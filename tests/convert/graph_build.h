@@ -69,6 +69,13 @@ inline Attribute int_attr(int64_t v) {
   return a;
 }
 
+inline Attribute tensor_attr(Tensor t) {
+  Attribute a;
+  a.kind = Attribute::Kind::Tensor;
+  a.t = std::move(t);
+  return a;
+}
+
 // The plan entry of `node`; fails the test when absent.
 inline const convert::NodePrecision& entry(const convert::PrecisionPlan& p, const std::string& node) {
   const convert::NodePrecision* e = p.find(node);

@@ -172,7 +172,7 @@ class Painter {
   void resolve_pins_and_follow() {
     for (const auto& name : o_.fp32_nodes)
       for (size_t i : named(name, "--fp32-nodes")) set(i, State::F32, "pinned by --fp32-nodes");
-    const std::string low_flag = cat("--", low_, "-nodes");
+    const std::string low_flag = "--fp16-nodes";  // the flag's name for bf16 too
     for (const auto& name : o_.low_nodes)
       for (size_t i : named(name, low_flag.c_str())) {
         if (o_.fp32_nodes.count(name))

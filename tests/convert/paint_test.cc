@@ -164,6 +164,8 @@ TEST_CASE("pins win over the lists; unknown pinned names are errors") {
   CHECK(entry(p, "softmax").dtype == DType::F16);
   CHECK(entry(p, "softmax").reason == "pinned by --fp16-nodes");
   CHECK(entry(p, "relu").dtype == DType::F16);  // a pinned deny node does not spread deny
+  o.low = DType::BF16;
+  CHECK(entry(paint(b.g, o), "softmax").reason == "pinned by --fp16-nodes");
 
   PaintOptions bad;
   bad.fp32_nodes = {"nope"};

@@ -1,5 +1,6 @@
 #include "cli/train_commands.h"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -25,6 +26,21 @@ void add_data_options(CLI::App* c, DataOptions& d) {
   c->add_option("--train-y", d.train_y, "Training labels or targets (.npy)");
   c->add_option("--val-x", d.val_x, "Validation inputs (.npy)");
   c->add_option("--val-y", d.val_y, "Validation labels or targets (.npy)");
+  c->add_option("--normalize", d.normalize,
+                "MEAN,STD: feed (x - MEAN) / STD after uint8 scaling to [0, 1] (e.g. "
+                "0.2860,0.3530 for Fashion-MNIST); use the same values for train and eval")
+      ->delimiter(',')
+      ->expected(2);
+}
+
+// --normalize MEAN,STD into the layout (STD must be positive and finite).
+void apply_normalize(const DataOptions& d, train::BatchLayout& layout) {
+  if (d.normalize.empty()) return;
+  const float mean = d.normalize[0], std = d.normalize[1];
+  if (!(std > 0.0f) || !std::isfinite(std) || !std::isfinite(mean))
+    throw Error(cat("--normalize ", mean, ",", std, ": STD must be positive and MEAN finite"));
+  layout.input_mean = mean;
+  layout.input_std = std;
 }
 
 struct LoadedData {
@@ -215,6 +231,7 @@ int run_train(const TrainOptions& o) {
   cfg.graph.clip_norm = o.clip_norm;
   cfg.graph.freeze = o.freeze;
   apply_precision(o, cfg);
+  apply_normalize(o.data, cfg.input);
 
   train::Trainer trainer(model.graph, cfg);
   std::cout << "training " << o.model << ": " << trainer.training_graph().params.size()
@@ -240,6 +257,7 @@ int run_eval(const EvalOptions& o) {
   if (!d.inputs.defined()) throw Error("no data: give --data or --val-x/--val-y");
   const train::LossKind loss = train::parse_loss(o.loss);
   train::BatchLayout layout = train::layout_for(model.graph, loss);
+  apply_normalize(o.data, layout);
   train::check_dataset(d, layout, "evaluation data");
   train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch);
   std::cout << "samples " << r.samples << "\nloss " << r.loss << "\n";

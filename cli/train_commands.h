@@ -11,6 +11,7 @@ namespace oat::cli {
 struct DataOptions {
   std::string data;  // IDX folder or a named dataset ("fashion-mnist")
   std::string train_x, train_y, val_x, val_y;  // .npy pairs
+  std::vector<float> normalize;  // --normalize MEAN,STD: inputs become (x - MEAN) / STD
 };
 
 struct TrainOptions {

@@ -162,6 +162,8 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
   cfg_.graph.loss_scaling = scaler_.checks_overflow();
   tg_ = build_training_graph(model, cfg_.graph);
   layout_ = layout_for(model, cfg_.graph.loss, tg_.output);
+  layout_.input_mean = cfg_.input.input_mean;
+  layout_.input_std = cfg_.input.input_std;
   for (const auto& [name, next] : tg_.updates) state_[name] = tg_.graph.initializers.at(name);
   exec_ = std::make_unique<Executor>(tg_.graph);
 }

@@ -43,6 +43,8 @@ struct TrainerConfig {
   TrainingGraphOptions graph;  // graph.loss_scaling is set from loss_scale
   // Loss scaling (none by default; the CLI picks dynamic for --precision fp16).
   LossScalerConfig loss_scale;
+  // Input normalisation (only input_mean / input_std are read; shapes come from the model).
+  BatchLayout input;
 };
 
 struct EvalResult {

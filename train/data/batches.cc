@@ -66,6 +66,10 @@ Batch make_batch(const Dataset& data, const BatchLayout& layout,
         dst[k * per + j] = static_cast<float>(data.inputs.item_as_double(i * per + j));
     }
   }
+  if (layout.input_mean != 0.0f || layout.input_std != 1.0f) {
+    const float mean = layout.input_mean, inv_std = 1.0f / layout.input_std;
+    for (int64_t j = 0; j < b * per; ++j) dst[j] = (dst[j] - mean) * inv_std;
+  }
   if (layout.target_dtype == DType::I64) {
     batch.targets = Tensor(DType::I64, {b});
     int64_t* t = batch.targets.data<int64_t>();

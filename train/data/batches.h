@@ -1,7 +1,7 @@
 // Datasets in memory and the batches cut from them.
 //
 // A Dataset holds samples along dimension 0: inputs (uint8 images are scaled to [0, 1]; float
-// data is used as it is) and targets (int64 class labels, or float regression targets). Batches
+// data is used as it is; then an optional (x - mean) / std) and targets (int64 class labels, or float regression targets). Batches
 // follow a seeded shuffle, and a background thread prepares the next ones while a step runs.
 #pragma once
 
@@ -31,6 +31,10 @@ struct BatchLayout {
   Shape target_shape;  // per-sample; {} for class labels
   DType target_dtype = DType::I64;
   int64_t num_classes = 0;
+  // Input normalisation after scaling: x' = (x - mean) / std (torchvision's Normalize; the
+  // defaults leave inputs as they are).
+  float input_mean = 0.0f;
+  float input_std = 1.0f;
 };
 
 // Checks that `data` fits `layout` (per-sample element count, dtypes, label range) and throws

@@ -92,6 +92,9 @@ bool reads_on_host(OpId op, int i) {
     case OpId::ReduceLogSum: case OpId::ReduceLogSumExp:
       return i == 1;
     case OpId::Slice: return i >= 1;
+    case OpId::ReduceGrad: return i >= 1;
+    case OpId::ClipGrad: return i >= 2;
+    case OpId::AveragePoolGrad: case OpId::GlobalAveragePoolGrad: return i == 1;
     case OpId::Gather: return i == 1;  // checked on the host when it is there, then uploaded
     case OpId::Pad: return i >= 1;
     case OpId::Clip: return i >= 1;

@@ -14,6 +14,10 @@ void register_kernels(KernelRegistry& r) {
   register_conv(r);
   register_pool_norm(r);
   register_optimizer(r);
+  register_grad_activation(r);
+  register_grad_reduce(r);
+  register_grad_matmul(r);
+  register_grad_pool(r);
 }
 
 }  // namespace oat::cuda

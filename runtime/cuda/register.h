@@ -15,5 +15,10 @@ void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
 void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)
 void register_pool_norm(KernelRegistry& r);    // kernels/pool_norm.cc: pooling, BatchNorm (cuDNN)
 void register_optimizer(KernelRegistry& r);    // kernels/optimizer.cc: fused AMP kernels
+// Gradient kernels (internal domain, training graphs).
+void register_grad_activation(KernelRegistry& r);  // kernels/grad_activation.cc: ReluGrad ...
+void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad
+void register_grad_matmul(KernelRegistry& r);      // kernels/grad_matmul.cc: MatMulGrad GemmGrad
+void register_grad_pool(KernelRegistry& r);        // kernels/grad_pool.cc: pooling gradients
 
 }  // namespace oat::cuda

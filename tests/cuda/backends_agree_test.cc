@@ -245,6 +245,38 @@ const std::vector<Case>& cases() {
     v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
     v.push_back({"BatchNormalization", 15, {},
                  {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
+    // gradients (internal domain)
+    for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad"})  // (dY, Y)
+      v.push_back({op, 1, {}, {flt({3, 17}), In{In::Unit, {3, 17}}}});
+    for (const char* op : {"LeakyReluGrad", "GeluGrad", "EluGrad", "SoftplusGrad",
+                           "HardSigmoidGrad", "HardSwishGrad"})  // (dY, X)
+      v.push_back({op, 1, {}, {flt({3, 17}), flt({3, 17})}});
+    v.push_back({"GeluGrad", 1, {{"approximate", attr_s("tanh")}}, {flt({3, 17}), flt({3, 17})}});
+    v.push_back({"ClipGrad", 1, {}, {flt({3, 17}), flt({3, 17}), In{In::NegUnit, {}},
+                                     In{In::Unit, {}}}});
+    v.push_back({"SumToShape", 1, {}, {flt({2, 3, 4}), ints({3, 1})}});
+    v.push_back({"SumToShape", 1, {}, {flt({5, 6}), ints({6})}});
+    v.push_back({"ReduceGrad", 1, {{"axes", attr_ints({1})}, {"mean", attr_i(1)}},
+                 {flt({3, 1, 5}), ints({3, 4, 5})}});
+    v.push_back({"ReduceGrad", 1, {{"keepdims", attr_i(0)}}, {flt({}), ints({3, 4})}});
+    v.push_back({"MatMulGrad", 1, {}, {flt({5, 3}), flt({5, 7}), flt({7, 3})}, 2});
+    v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({2, 5, 7}), flt({7, 3})}, 2, {DType::F32},
+                 "shared weight"});
+    v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({2, 5, 7}), flt({2, 7, 3})}, 2,
+                 {DType::F32}, "batched"});
+    v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({5, 7}), flt({2, 7, 3})}, 2,
+                 {DType::F32}, "shared input"});
+    v.push_back({"GemmGrad", 1, {{"alpha", attr_f(0.5f)}, {"beta", attr_f(2.f)}},
+                 {flt({5, 3}), flt({5, 7}), flt({7, 3}), flt({3})}, 3});
+    v.push_back({"GemmGrad", 1, {{"transA", attr_i(1)}, {"transB", attr_i(1)}},
+                 {flt({5, 3}), flt({7, 5}), flt({3, 7}), flt({5, 3})}, 3, {DType::F32}, "transposed"});
+    v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
+                 {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
+    v.push_back({"AveragePoolGrad", 1,
+                 {{"kernel_shape", attr_ints({3, 3})}, {"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({2, 3, 5, 5}), ints({2, 3, 5, 5})}});
+    v.push_back({"GlobalAveragePoolGrad", 1, {}, {flt({2, 3, 1, 1}), ints({2, 3, 5, 4})}});
+    v.push_back({"GlobalMaxPoolGrad", 1, {}, {flt({2, 3, 1, 1}), flt({2, 3, 5, 4})}, 1, {DType::F32}});
     // fused mixed-precision ops: FP32 masters, gradients in the case dtype
     v.push_back({"UnscaleAndCheck", 1, {},
                  {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});

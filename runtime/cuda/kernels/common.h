@@ -19,6 +19,10 @@ inline cudaStream_t stream_of(const KernelContext& ctx) { return cuda_context(ct
 // Throws Error when more than kMaxRank dimensions remain.
 BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins);
 
+// out = g summed to out's shape (which must broadcast to g's): over g's extra leading dims and
+// wherever out has a 1; FP32 accumulation (grad_reduce.cc).
+void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out);
+
 // Registers a CUDA kernel for F32, F16 and BF16 (the set most CUDA kernels take).
 inline void add_floats(KernelRegistry& r, OpId op, const KernelFactory& f) {
   r.add(op, Device::CUDA, {DType::F32, DType::F16, DType::BF16}, f);

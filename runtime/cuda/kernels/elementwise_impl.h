@@ -24,7 +24,8 @@ void launch_broadcast_copy(int elem_bytes, const void* x, void* out, int64_t n,
 enum class UnaryOp : int {
   Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sign, Round, Sin, Cos,
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, GeluTanh, Elu, Selu,
-  Celu, Softplus, Softsign, ThresholdedRelu, Mish
+  Celu, Softplus, Softsign, ThresholdedRelu, Mish,
+  Scale  // y = alpha·x (gradients of means and averages)
 };
 // alpha/beta: the op's attributes (LeakyRelu alpha; HardSigmoid alpha, beta; Clip min, max;
 // Selu alpha, gamma; Elu/Celu/ThresholdedRelu alpha).

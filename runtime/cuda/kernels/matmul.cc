@@ -14,6 +14,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/gemm.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -28,25 +29,6 @@ cudaDataType_t cuda_type(DType t) {
     default: break;
   }
   throw Error(cat("cuBLAS: no GEMM for dtype ", dtype_name(t)));
-}
-
-struct GemmShape {
-  bool ta = false, tb = false;
-  int64_t M = 0, N = 0, K = 0;
-};
-
-// C[i] = alpha·A'[i]·B'[i] + beta·C[i] for i < batch, element strides sa/sb/sc between matrices.
-void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
-          const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
-  if (g.M == 0 || g.N == 0 || batch == 0) return;
-  const cudaDataType_t ct = cuda_type(t);
-  const int lda = static_cast<int>(g.ta ? g.M : g.K);
-  const int ldb = static_cast<int>(g.tb ? g.K : g.N);
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      cuda_context(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-      static_cast<int>(g.N), static_cast<int>(g.M), static_cast<int>(g.K), &alpha, B, ct, ldb, sb,
-      A, ct, lda, sa, &beta, C, ct, static_cast<int>(g.N), sc, static_cast<int>(batch),
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void matmul(KernelContext& ctx) {
@@ -161,6 +143,20 @@ class GemmKernel : public OpKernel {
 };
 
 }  // namespace
+
+// C[i] = alpha·A'[i]·B'[i] + beta·C[i] for i < batch, element strides sa/sb/sc between matrices.
+void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
+          const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
+  if (g.M == 0 || g.N == 0 || batch == 0) return;
+  const cudaDataType_t ct = cuda_type(t);
+  const int lda = static_cast<int>(g.ta ? g.M : g.K);
+  const int ldb = static_cast<int>(g.tb ? g.K : g.N);
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cuda_context(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+      static_cast<int>(g.N), static_cast<int>(g.M), static_cast<int>(g.K), &alpha, B, ct, ldb, sb,
+      A, ct, lda, sa, &beta, C, ct, static_cast<int>(g.N), sc, static_cast<int>(batch),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
 
 void register_matmul(KernelRegistry& r) {
   add_floats(r, OpId::MatMul, function_kernel(matmul));

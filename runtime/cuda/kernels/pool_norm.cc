@@ -9,10 +9,12 @@
 // BatchNormalization (inference): Y = scale · (X − mean) / √(var + ε) + B per channel; X in F32,
 // F16 or BF16, scale/B/mean/var in FP32 (cast on the device when they arrive in 16 bits), as
 // cuDNN wants and DESIGN.md prescribes. Training mode (batch statistics) waits for its kernel.
-#include "runtime/cpu/kernels/conv_geometry.h"
+#include <algorithm>
+
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/pool_window.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -54,26 +56,12 @@ class PoolKernel : public OpKernel {
     if (max_ && ctx.output_requested(1))
       throw Unsupported(cat(ctx.node().describe(), ": MaxPool's Indices output has no CUDA kernel"),
                         "MaxPool(Indices)[cuda]");
-    const cpu::Window3 w = cpu::forward_window(ctx, attrs_, x.shape(), attrs_.kernel_shape);
-    const int sd = std::max(w.nd, 2);
-    std::vector<int> window, pad, stride;
-    for (int s = 3 - sd; s < 3; ++s) {
-      const int64_t floor_out = (w.in[s] + 2 * w.pad[s] - w.k[s]) / w.stride[s] + 1;
-      if (w.pad[s] != w.pad_end[s] || floor_out != w.out[s])
-        throw Unsupported(cat(ctx.node().describe(), ": this window (asymmetric padding or ceil "
-                                                     "mode) has no cuDNN pooling"),
-                          cat(ctx.node().op_type, "(window)[cuda]"));
-      window.push_back(static_cast<int>(w.k[s]));
-      pad.push_back(static_cast<int>(w.pad[s]));
-      stride.push_back(static_cast<int>(w.stride[s]));
-    }
-    Shape y_shape = {x.dim(0), x.dim(1)};
-    for (int64_t d : w.out_shape()) y_shape.push_back(d);
+    const PoolWindow w = pool_window(ctx, attrs_, x.shape());
     const cudnnPoolingMode_t mode =
         max_ ? CUDNN_POOLING_MAX
              : (include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
-    run_pool(ctx, mode, window, pad, stride, y_shape);
+    run_pool(ctx, mode, w.window, w.pad, w.stride, w.y_shape);
   }
 
  private:
@@ -86,14 +74,9 @@ template <bool Max>
 void global_pool(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
-  const std::vector<int> dims = cudnn_dims(x.shape());
-  std::vector<int> window(dims.begin() + 2, dims.end());
-  std::vector<int> pad(window.size(), 0), stride(window.size(), 1);
-  Shape y_shape(x.rank(), 1);
-  y_shape[0] = x.dim(0);
-  y_shape[1] = x.dim(1);
-  run_pool(ctx, Max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, window, pad,
-           stride, y_shape);
+  const PoolWindow w = global_window(x.shape());
+  run_pool(ctx, Max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, w.window,
+           w.pad, w.stride, w.y_shape);
 }
 
 // A per-channel parameter as FP32 on the device.
@@ -133,6 +116,37 @@ void batch_norm(KernelContext& ctx) {
 }
 
 }  // namespace
+
+PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, const Shape& x) {
+  const cpu::Window3 w = cpu::forward_window(ctx, attrs, x, attrs.kernel_shape);
+  const int sd = std::max(w.nd, 2);
+  PoolWindow p;
+  for (int s = 3 - sd; s < 3; ++s) {
+    const int64_t floor_out = (w.in[s] + 2 * w.pad[s] - w.k[s]) / w.stride[s] + 1;
+    if (w.pad[s] != w.pad_end[s] || floor_out != w.out[s])
+      throw Unsupported(cat(ctx.node().describe(), ": this window (asymmetric padding or ceil "
+                                                   "mode) has no cuDNN pooling"),
+                        cat(ctx.node().op_type, "(window)[cuda]"));
+    p.window.push_back(static_cast<int>(w.k[s]));
+    p.pad.push_back(static_cast<int>(w.pad[s]));
+    p.stride.push_back(static_cast<int>(w.stride[s]));
+  }
+  p.y_shape = {x[0], x[1]};
+  for (int64_t d : w.out_shape()) p.y_shape.push_back(d);
+  return p;
+}
+
+PoolWindow global_window(const Shape& x) {
+  const std::vector<int> dims = cudnn_dims(x);
+  PoolWindow p;
+  p.window.assign(dims.begin() + 2, dims.end());
+  p.pad.assign(p.window.size(), 0);
+  p.stride.assign(p.window.size(), 1);
+  p.y_shape.assign(x.size(), 1);
+  p.y_shape[0] = x[0];
+  p.y_shape[1] = x[1];
+  return p;
+}
 
 void register_pool_norm(KernelRegistry& r) {
   add_floats(r, OpId::MaxPool, kernel_factory<PoolKernel>());

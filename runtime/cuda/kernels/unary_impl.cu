@@ -47,6 +47,7 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
   if constexpr (Op == UnaryOp::Softsign) return x / (1.f + fabsf(x));
   if constexpr (Op == UnaryOp::ThresholdedRelu) return x > a ? x : 0.f;
   if constexpr (Op == UnaryOp::Mish) return x * tanhf(softplus(x));
+  if constexpr (Op == UnaryOp::Scale) return a * x;
   return x;
 }
 
@@ -116,6 +117,7 @@ void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, flo
     OAT_UNARY_CASE(Clip) OAT_UNARY_CASE(Erf) OAT_UNARY_CASE(Gelu) OAT_UNARY_CASE(GeluTanh)
     OAT_UNARY_CASE(Elu) OAT_UNARY_CASE(Selu) OAT_UNARY_CASE(Celu) OAT_UNARY_CASE(Softplus)
     OAT_UNARY_CASE(Softsign) OAT_UNARY_CASE(ThresholdedRelu) OAT_UNARY_CASE(Mish)
+    OAT_UNARY_CASE(Scale)
 #undef OAT_UNARY_CASE
   }
   CUDA_CHECK_LAUNCH();

@@ -1,0 +1,20 @@
+// The cuBLAS GEMM shared by matmul.cc and grad_matmul.cc.
+#pragma once
+
+#include "runtime/kernel.h"
+
+namespace oat::cuda {
+
+// Row-major C[M,N] = alpha·op(A)·op(B) + beta·C, op(A) = ta ? Aᵀ : A with A stored [K,M] when ta
+// ([M,K] otherwise), B likewise ([N,K] when tb, [K,N] otherwise).
+struct GemmShape {
+  bool ta = false, tb = false;
+  int64_t M = 0, N = 0, K = 0;
+};
+
+// `batch` products with element strides sa/sb/sc between matrices (0: the same matrix), FP32
+// compute (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F) for F32/F16/BF16 storage `t`.
+void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
+          const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch);
+
+}  // namespace oat::cuda

@@ -1,0 +1,70 @@
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/grad_activation_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+// f'(v) for the saved value v (formulas in runtime/cpu/kernels/grad_activation.cc).
+template <ActGrad Op>
+__device__ __forceinline__ float slope(float v, float a, float b) {
+  if constexpr (Op == ActGrad::Relu) return v > 0.f ? 1.f : 0.f;                // v = Y
+  if constexpr (Op == ActGrad::LeakyRelu) return v > 0.f ? 1.f : a;              // v = X
+  if constexpr (Op == ActGrad::Sigmoid) return v * (1.f - v);                    // v = Y
+  if constexpr (Op == ActGrad::Tanh) return 1.f - v * v;                         // v = Y
+  if constexpr (Op == ActGrad::Gelu) {
+    const float cdf = 0.5f * (1.f + erff(v * 0.70710678118654752f));
+    const float pdf = expf(-0.5f * v * v) * 0.3989422804014327f;
+    return cdf + v * pdf;
+  }
+  if constexpr (Op == ActGrad::GeluTanh) {
+    const float k = 0.7978845608028654f, c = 0.044715f;
+    const float t = tanhf(k * (v + c * v * v * v));
+    return 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * k * (1.f + 3.f * c * v * v);
+  }
+  if constexpr (Op == ActGrad::Clip) return v >= a && v <= b ? 1.f : 0.f;
+  if constexpr (Op == ActGrad::Elu) return b * (v > 0.f ? 1.f : a * expf(v));
+  if constexpr (Op == ActGrad::Softplus) return 1.f / (1.f + expf(-v));
+  if constexpr (Op == ActGrad::HardSigmoid) {
+    const float u = a * v + b;
+    return u > 0.f && u < 1.f ? a : 0.f;
+  }
+  if constexpr (Op == ActGrad::HardSwish) return v < -3.f ? 0.f : (v <= 3.f ? v / 3.f + 0.5f : 1.f);
+  return 0.f;
+}
+
+template <ActGrad Op, class T>
+__global__ void act_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, float a, float b) {
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    dx[i] = from_float<T>(to_float(dy[i]) * slope<Op>(to_float(v[i]), a, b));
+  }
+}
+
+template <ActGrad Op>
+void launch_op(ElemType t, const void* dy, const void* v, void* dx, int64_t n, float a, float b,
+               cudaStream_t s) {
+  dispatch_float(t, "activation gradient", [&](auto tag) {
+    using T = decltype(tag);
+    act_grad_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(v), static_cast<T*>(dx), n, a, b);
+  });
+}
+
+}  // namespace
+
+void launch_activation_grad(ActGrad op, ElemType t, const void* dy, const void* v, void* dx,
+                            int64_t n, float a, float b, cudaStream_t s) {
+  if (n == 0) return;
+  switch (op) {
+#define OAT_CASE(name) \
+  case ActGrad::name: launch_op<ActGrad::name>(t, dy, v, dx, n, a, b, s); break;
+    OAT_CASE(Relu) OAT_CASE(LeakyRelu) OAT_CASE(Sigmoid) OAT_CASE(Tanh) OAT_CASE(Gelu)
+    OAT_CASE(GeluTanh) OAT_CASE(Clip) OAT_CASE(Elu) OAT_CASE(Softplus) OAT_CASE(HardSigmoid)
+    OAT_CASE(HardSwish)
+#undef OAT_CASE
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

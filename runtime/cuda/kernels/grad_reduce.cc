@@ -1,0 +1,100 @@
+// Gradient reductions on CUDA (internal domain), as runtime/cpu/kernels/grad_reduce.cc:
+//   SumToShape(G, shape) -> R: G summed over its extra leading dims and wherever `shape` is 1
+//     (the gradient of a broadcast operand), through the FP32-accumulating Sum reduction.
+//   ReduceGrad(dY, shape, [axes]) -> dX: dY broadcast back over the reduced axes, divided by the
+//     reduced count when attr mean = 1 (ReduceMean), one rounding.
+#include "runtime/cpu/broadcast.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out) {
+  const Shape& target = out.shape();
+  const int r = g.rank(), tr = static_cast<int>(target.size());
+  bool ok = tr <= r;
+  for (int d = 0; ok && d < tr; ++d) {
+    const int64_t td = target[tr - 1 - d], gd = g.shape()[r - 1 - d];
+    ok = td == gd || td == 1;
+  }
+  if (!ok)
+    ctx.fail(cat("cannot sum ", shape_str(g.shape()), " to ", shape_str(target),
+                 ": the target does not broadcast to it"));
+  const auto strides = cpu::contiguous_strides(g.shape());
+  ReducePlan p;
+  p.outputs = 1;
+  p.count = 1;
+  for (int d = 0; d < r; ++d) {
+    const int64_t gd = g.shape()[d];
+    const int td = d - (r - tr);
+    const bool reduced = td < 0 || target[td] == 1;
+    if (gd == 1) continue;
+    int& rank = reduced ? p.red_rank : p.kept_rank;
+    if (rank == kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
+    (reduced ? p.red_dims : p.kept_dims)[rank] = gd;
+    (reduced ? p.red_strides : p.kept_strides)[rank] = strides[d];
+    ++rank;
+    (reduced ? p.count : p.outputs) *= gd;
+  }
+  launch_reduce(ReduceOp::Sum, elem_type(g.dtype()), g.raw_data(), out.raw_data(), p,
+                stream_of(ctx));
+}
+
+namespace {
+
+void sum_to_shape(KernelContext& ctx) {
+  const Tensor& g = ctx.input(0);
+  const Shape target = host_input(ctx, 1).to_int_vector();
+  if (g.shape() == target) {
+    ctx.set_output(0, g);
+    return;
+  }
+  Tensor& out = ctx.allocate_output(0, g.dtype(), target);
+  sum_to_shape_into(ctx, g, out);
+}
+
+void reduce_grad(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Shape xs = host_input(ctx, 1).to_int_vector();
+  const int rank = static_cast<int>(xs.size());
+  const Node& n = ctx.node();
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (ctx.has_input(2)) axes = host_input(ctx, 2).to_int_vector();
+  std::vector<bool> reduced(rank, axes.empty());
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0) != 0) {
+    ctx.set_output(0, dy);
+    return;
+  }
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
+    reduced[a < 0 ? a + rank : a] = true;
+  }
+  Shape kept(xs);
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      count *= xs[d];
+      kept[d] = 1;
+    }
+  if (numel(kept) != dy.numel())
+    ctx.fail(cat("gradient shape ", shape_str(dy.shape()), " does not match the reduction of ",
+                 shape_str(xs)));
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+  const cudaStream_t s = stream_of(ctx);
+  launch_broadcast_copy(static_cast<int>(dtype_size(dy.dtype())), dy.raw_data(), dx.raw_data(),
+                        dx.numel(), make_broadcast_index(xs, {kept}), s);
+  if (n.attr_int("mean", 0) != 0)
+    launch_unary(UnaryOp::Scale, elem_type(dx.dtype()), dx.raw_data(), dx.raw_data(), dx.numel(),
+                 1.f / static_cast<float>(count ? count : 1), 0.f, s);
+}
+
+}  // namespace
+
+void register_grad_reduce(KernelRegistry& r) {
+  add_floats(r, OpId::SumToShape, function_kernel(sum_to_shape));
+  add_floats(r, OpId::ReduceGrad, function_kernel(reduce_grad));
+}
+
+}  // namespace oat::cuda

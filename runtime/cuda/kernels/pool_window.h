@@ -1,0 +1,22 @@
+// The cuDNN view of a pooling window (shared by pool_norm.cc and grad_pool.cc).
+#pragma once
+
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+
+namespace oat::cuda {
+
+struct PoolWindow {
+  std::vector<int> window, pad, stride;  // cuDNN's spatial rank (≥ 2)
+  Shape y_shape;
+};
+
+// The window of MaxPool/AveragePool on X from the op's attributes (CPU geometry); throws
+// Unsupported for what cuDNN cannot express (asymmetric padding, a ceil-mode size change,
+// dilation is checked by the caller).
+PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, const Shape& x);
+// One window over all spatial dims (GlobalAveragePool / GlobalMaxPool).
+PoolWindow global_window(const Shape& x);
+
+}  // namespace oat::cuda

@@ -237,6 +237,8 @@ int run_convert(const ConvertOptions& o) {
             << ", " << c.plan.count(DType::F32) << " kept in float32; " << c.report.casts_inserted
             << " casts inserted, " << c.report.casts_removed << " folded; "
             << c.report.converted_initializers.size() << " initializers stored as " << low << "\n";
+  if (c.constants_folded)
+    std::cout << c.constants_folded << " Constant nodes stored as initializers\n";
   for (const auto& cl : c.report.clamped) std::cout << "clamped " << cl << "\n";
   for (const auto& p : c.schema_pins)
     std::cout << "kept in float32 for ONNX's schema: " << p << "\n";

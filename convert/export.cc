@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "convert/value_types.h"
 #include "onnx_loader/model.h"
@@ -16,13 +17,21 @@ namespace {
 // Why `n`, planned in `low`, is not valid ONNX at its opset ("" when it is). Each float input's
 // planned type: FP32 for the slots that stay FP32, `low` for the rest; inputs read in any type
 // (Shape, Cast) are not checked.
+// BatchNormalization before opset 15 has one type T for X, scale, B, mean and var. An inference
+// node (one output) planned in low precision then takes its parameters in low precision too, as
+// ONNX Runtime and onnxconverter-common do, instead of the FP32 slots of opset 15's T1/T2.
+bool low_bn_params(const Node& n) {
+  return n.op_type == "BatchNormalization" && (n.domain.empty() || n.domain == "ai.onnx") &&
+         n.opset < 15 && n.outputs.size() == 1;
+}
+
 std::string schema_conflict(const Node& n, DType low, const ValueTypes& types) {
   std::map<std::string, std::pair<DType, size_t>> by_constraint;  // name -> (type, first input)
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i].empty() || input_accepts_any_float(n, i)) continue;
     auto t = types.find(n.inputs[i]);
     if (t == types.end() || !is_convertible(t->second)) continue;
-    const DType planned = input_stays_fp32(n, i) ? DType::F32 : low;
+    const DType planned = input_stays_fp32(n, i) && !low_bn_params(n) ? DType::F32 : low;
     const auto c = onnx_loader::input_type_constraint(n.op_type, n.domain, n.opset, i);
     if (!c) continue;
     if (std::find(c->allowed.begin(), c->allowed.end(), planned) == c->allowed.end())
@@ -35,16 +44,142 @@ std::string schema_conflict(const Node& n, DType low, const ValueTypes& types) {
   return "";
 }
 
+// A Constant node's value as a tensor (value, value_float(s), value_int(s)); undefined for the
+// forms an initializer cannot hold (sparse_value, strings).
+Tensor constant_value(const Node& n) {
+  const Attribute* a = nullptr;
+  if ((a = n.attr("value")) && a->kind == Attribute::Kind::Tensor) return a->t;
+  if ((a = n.attr("value_float")) && a->kind == Attribute::Kind::Float)
+    return Tensor::scalar<float>(a->f);
+  if ((a = n.attr("value_int")) && a->kind == Attribute::Kind::Int)
+    return Tensor::scalar<int64_t>(a->i);
+  if ((a = n.attr("value_floats")) && a->kind == Attribute::Kind::Floats)
+    return Tensor::from_vector<float>({static_cast<int64_t>(a->floats.size())}, a->floats);
+  if ((a = n.attr("value_ints")) && a->kind == Attribute::Kind::Ints)
+    return Tensor::from_vector<int64_t>({static_cast<int64_t>(a->ints.size())}, a->ints);
+  return Tensor();
+}
+
 }  // namespace
+
+namespace {
+
+// A pinned node name that constants_to_initializers removed (a Constant).
+bool folded_away(const Graph& folded, const Graph& original, const std::string& name) {
+  for (const Node& n : folded.nodes)
+    if (n.name == name) return false;
+  for (const Node& n : original.nodes)
+    if (n.name == name) return true;
+  return false;  // unknown everywhere: paint reports it
+}
+
+}  // namespace
+
+namespace {
+
+// After apply_plan: the parameters of low-precision low_bn_params() nodes in `low`. An FP32
+// initializer read only by such slots is stored in `low` (values beyond FP16's range clamped,
+// as apply_plan does for weights); anything else gets a Cast "<value>_to_fp16" before the node.
+void lower_bn_params(Graph& g, const PrecisionPlan& plan, ApplyReport& report) {
+  const DType low = plan.low;
+  std::map<std::string, int> other_reads;  // reads outside the BN parameter slots
+  std::vector<const Node*> bns;
+  for (const Node& n : g.nodes) {
+    const NodePrecision* p = plan.find(n.name);
+    const bool lowered = p && p->dtype == low && low_bn_params(n);
+    if (lowered) bns.push_back(&n);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!lowered || i == 0) ++other_reads[n.inputs[i]];
+  }
+  for (const auto& o : g.outputs) ++other_reads[o.name];
+  std::set<std::string> bn_names;
+  for (const Node* n : bns) bn_names.insert(n->name);
+  std::map<std::string, std::string> cast_of;  // value -> its low-precision Cast output
+  std::vector<Node> nodes;
+  for (Node& n : g.nodes) {
+    if (bn_names.count(n.name)) {
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const std::string v = n.inputs[i];
+        if (v.empty()) continue;
+        auto init = g.initializers.find(v);
+        if (init != g.initializers.end() && init->second.dtype() == DType::F32 &&
+            !other_reads.count(v)) {
+          std::vector<float> x = init->second.to_float_vector();
+          size_t clamped = 0;
+          const float lim = low == DType::F16 ? 65504.0f : 3.38e38f;
+          for (float& f : x)
+            if (std::abs(f) > lim) f = std::copysign(lim, f), ++clamped;
+          init->second = cast_tensor(Tensor::from_vector<float>(init->second.shape(), x), low);
+          report.converted_initializers.push_back(v);
+          if (clamped)
+            report.clamped.push_back(
+                cat(v, ": ", clamped, " values beyond FP16's range clamped to ±65504"));
+          continue;
+        }
+        if (init != g.initializers.end() && init->second.dtype() == low) continue;
+        auto [it, fresh] = cast_of.emplace(v, cat(v, "_to_", low == DType::F16 ? "fp16" : "bf16"));
+        if (fresh) {
+          while (g.initializers.count(it->second) || g.value_info.count(it->second))
+            it->second += "_";
+          Node c;
+          c.name = it->second;
+          c.op_type = "Cast";
+          c.op = OpId::Cast;
+          c.opset = n.opset;
+          Attribute to;
+          to.kind = Attribute::Kind::Int;
+          to.i = onnx_type_code(low);
+          c.attrs["to"] = to;
+          c.inputs = {v};
+          c.outputs = {it->second};
+          nodes.push_back(std::move(c));
+          ++report.casts_inserted;
+        }
+        n.inputs[i] = it->second;
+      }
+    }
+    nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+}
+
+}  // namespace
+
+size_t constants_to_initializers(Graph& g) {
+  std::set<std::string> outputs;
+  for (const auto& o : g.outputs) outputs.insert(o.name);
+  std::vector<Node> kept;
+  size_t moved = 0;
+  for (Node& n : g.nodes) {
+    if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
+        !outputs.count(n.outputs[0]) && !g.initializers.count(n.outputs[0])) {
+      Tensor t = constant_value(n);
+      if (t.defined()) {
+        g.initializers[n.outputs[0]] = t;
+        ++moved;
+        continue;
+      }
+    }
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  return moved;
+}
 
 ConvertedGraph convert_for_inference(const Graph& g, const ExportOptions& options) {
   ConvertedGraph c;
+  Graph folded = g;
+  c.constants_folded = constants_to_initializers(folded);
   PaintOptions paint_options = options.paint;
-  const ValueTypes types = infer_value_types(g);
-  for (size_t round = 0; round <= g.nodes.size(); ++round) {
-    c.plan = paint(g, paint_options);
+  for (auto it = paint_options.fp32_nodes.begin(); it != paint_options.fp32_nodes.end();)
+    it = folded_away(folded, g, *it) ? paint_options.fp32_nodes.erase(it) : std::next(it);
+  for (auto it = paint_options.low_nodes.begin(); it != paint_options.low_nodes.end();)
+    it = folded_away(folded, g, *it) ? paint_options.low_nodes.erase(it) : std::next(it);
+  const ValueTypes types = infer_value_types(folded);
+  for (size_t round = 0; round <= folded.nodes.size(); ++round) {
+    c.plan = paint(folded, paint_options);
     size_t pinned = 0;
-    for (const Node& n : g.nodes) {
+    for (const Node& n : folded.nodes) {
       const NodePrecision* p = c.plan.find(n.name);
       if (!p || p->dtype == DType::F32) continue;
       const std::string why = schema_conflict(n, p->dtype, types);
@@ -55,11 +190,12 @@ ConvertedGraph convert_for_inference(const Graph& g, const ExportOptions& option
     }
     if (pinned == 0) break;
   }
-  c.graph = g;
+  c.graph = std::move(folded);
   ApplyOptions apply;
   apply.keep_io_types = options.keep_io_types;
   apply.convert_initializers = true;
   c.report = apply_plan(c.graph, c.plan, apply);
+  lower_bn_params(c.graph, c.plan, c.report);
   return c;
 }
 

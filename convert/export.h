@@ -32,9 +32,16 @@ struct ConvertedGraph {
   // Nodes kept in FP32 because ONNX's schema at the model's opset cannot take the planned types,
   // with the reason: "conv1 (Conv, opset 13): input 0 'X' cannot be bfloat16".
   std::vector<std::string> schema_pins;
+  size_t constants_folded = 0;  // Constant nodes turned into initializers
 };
 
-// Paints `g` and applies the plan to a copy with convert_initializers = true. The result must be
+// Turns top-level Constant nodes into initializers of the same value (not those that are graph
+// outputs). For inference export: apply_plan then stores the ones read in low precision as
+// FP16/BF16 like any weight, instead of an FP32 Constant followed by a Cast. Returns how many.
+size_t constants_to_initializers(Graph& g);
+
+// Folds Constant nodes into initializers (above), paints, and applies the plan to the copy with
+// convert_initializers = true. The result must be
 // valid ONNX, so nodes whose schema (at the model's opset) rejects the planned input types are
 // pinned to FP32 and the graph repainted until none is left: an input that may not be low
 // precision (Conv has no bfloat16 before opset 22), or two inputs of one type constraint with

@@ -208,6 +208,28 @@ TEST_CASE("BatchNormalization keeps scale, bias, statistics and their outputs in
   CHECK(casts(b.g).size() == 0);  // x became an fp16 input, everything else is in place
 }
 
+TEST_CASE("BatchNormalizationGrad: dY and X low, scale and statistics fp32, dScale/dBias fp32") {
+  GraphBuild b;
+  b.input("x", DType::F32, {1, 2, 2, 2}).input("dy", DType::F32, {1, 2, 2, 2});
+  b.weight("W", {2, 2, 1, 1}).weight("scale", {2}).weight("mean", {2}, 0.0f).weight("var", {2}, 1.0f);
+  b.node("Conv", {"x", "W"}, {"c"}, "conv");
+  b.node("BatchNormalization", {"c", "scale", "scale", "mean", "var"}, {"y"}, "bn");
+  b.node("BatchNormalizationGrad", {"dy", "c", "scale", "mean", "var"}, {"dx", "dscale", "dbias"},
+         "bn_grad", kInternalDomain);
+  b.output("y").output("dx").output("dscale").output("dbias");
+  PaintOptions p;
+  p.low_nodes = {"bn"};
+  p.follow = {{"bn_grad", "bn"}};
+  ApplyOptions a;
+  a.keep_io_types = true;
+  convert_graph(b.g, a, p);
+  const Node* g = find_node(b.g, "bn_grad");
+  CHECK(g->inputs == std::vector<std::string>{"dy_to_fp16", "c", "scale", "mean", "var"});
+  CHECK(g->outputs == std::vector<std::string>{"dx_fp16", "dscale", "dbias"});
+  CHECK(producer_of(b.g, "dscale") == g);  // already fp32: no cast back
+  CHECK(producer_of(b.g, "dx")->op_type == "Cast");
+}
+
 TEST_CASE("int paths are never cast and nodes with subgraphs get their original types") {
   GraphBuild b;
   b.input("x").input("cond", DType::Bool, {}).weight("W");

@@ -19,7 +19,7 @@ if [ -z "${SKIP_APT:-}" ]; then
   # ONNX Runtime (the reference our outputs are checked against) and PyPI's onnx (opset 18+
   # conversion) for whichever python3 is first on PATH. Debian's own python3 is "externally
   # managed" (PEP 668), so fall back to --break-system-packages there.
-  PIP_PKGS="onnxruntime onnx numpy"
+  PIP_PKGS="onnxruntime onnx numpy onnxconverter-common"
   python3 -m pip install -q $PIP_PKGS 2>/dev/null ||
     python3 -m pip install -q --break-system-packages $PIP_PKGS
 fi

@@ -1,7 +1,7 @@
 // Element types the runtime stores, and their mapping to C++ types.
 //
-// The set follows the issue: F32, F16, BF16, F64, I64, I32, I8, U8, BOOL. F16 and BF16 are stored as
-// Eigen::half / Eigen::bfloat16 so the CPU path can emulate low precision exactly (DESIGN.md).
+// The set follows the issue: F32, F16, BF16, F64, I64, I32, I8, U8, BOOL. F16 and BF16 are stored
+// as Eigen::half / Eigen::bfloat16 so the CPU path can emulate low precision exactly (DESIGN.md).
 #pragma once
 
 #include <Eigen/Core>
@@ -21,6 +21,22 @@ size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "float32", "float16", ...
 bool is_floating(DType t);        // F32, F16, BF16, F64
 bool is_integer(DType t);         // I64, I32, I8, U8
+bool is_low_float(DType t);       // F16, BF16: 16-bit storage, arithmetic in float
+
+// Bulk conversion between the 16-bit float storage types and float, for the emulation of FP16 and
+// BF16 on the CPU (DESIGN.md "Mixed precision"). Widening is exact. Narrowing rounds to nearest
+// even, as Eigen::half(float) / Eigen::bfloat16(float) and ONNX Cast do; FP16 overflows to ±Inf
+// (|x| >= 65520), values below half the smallest subnormal (2^-25) become ±0; NaN stays NaN.
+// Vectorised (F16C vcvtph2ps / vcvtps2ph where the CPU has it; BF16 is 16-bit shifts); one thread.
+void widen_to_float(const Eigen::half* src, float* dst, int64_t n);
+void widen_to_float(const Eigen::bfloat16* src, float* dst, int64_t n);
+void round_from_float(const float* src, Eigen::half* dst, int64_t n);
+void round_from_float(const float* src, Eigen::bfloat16* dst, int64_t n);
+// A double rounded once to F16/BF16 (not through float, which could round twice): the double is
+// first narrowed to float with round-to-odd, which float's 13 spare bits make exact for the second
+// rounding.
+Eigen::half half_from_double(double v);
+Eigen::bfloat16 bfloat16_from_double(double v);
 
 template <class T>
 struct DTypeOf;

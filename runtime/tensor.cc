@@ -139,6 +139,12 @@ To convert_one(From x) {
     } else {
       return static_cast<double>(x) != 0.0;
     }
+  } else if constexpr (std::is_same_v<To, Eigen::half> &&
+                       (std::is_same_v<From, double> || std::is_integral_v<From>)) {
+    return half_from_double(static_cast<double>(x));  // one rounding, not via float
+  } else if constexpr (std::is_same_v<To, Eigen::bfloat16> &&
+                       (std::is_same_v<From, double> || std::is_integral_v<From>)) {
+    return bfloat16_from_double(static_cast<double>(x));
   } else if constexpr (std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>) {
     return To(static_cast<float>(x));
   } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {

@@ -18,7 +18,8 @@
 //                                              (opset < 7: a 1-D slope of size C is per channel)
 //   ThresholdedRelu y = x > α ? x : 0                                        α = 1
 //   Mish            y = x · tanh(softplus(x))
-// The exponential branches are written branch-free, e.g. Elu = max(x,0) + α·expm1(min(x,0)), so
+// F16/BF16 compute in float and round each element once (low_precision.h). The exponential
+// branches are written branch-free, e.g. Elu = max(x,0) + α·expm1(min(x,0)), so
 // Eigen evaluates them with vectorised expm1/tanh/erf instead of a per-element select.
 // GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics that Eigen's
 // packet exp/log use (GCC bug 105593); it must be silenced before the first include.
@@ -46,7 +47,7 @@ class ScalarActivation : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-    map_unary(x.data<T>(), y.data<T>(), x.numel(), op_);
+    map_unary(x.data<T>(), y.data<T>(), x.numel(), rounded<T>(op_));
   }
 
  private:
@@ -62,8 +63,7 @@ class EigenActivation : public OpKernel {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
     const Op& op = op_;
-    map_eigen(x.data<T>(), y.data<T>(), x.numel(),
-              [&op](const ConstArrayMap<T>& v) { return op.eval(v); });
+    map_eigen(x.data<T>(), y.data<T>(), x.numel(), [&op](const auto& v) { return op.eval(v); });
   }
 
  private:
@@ -232,10 +232,10 @@ class GeluKernel : public OpKernel {
     const GeluOp& op = op_;
     if (op.tanh)
       map_eigen(x.data<T>(), y.data<T>(), x.numel(),
-                [&op](const ConstArrayMap<T>& v) { return op.eval_tanh(v); });
+                [&op](const auto& v) { return op.eval_tanh(v); });
     else
       map_eigen(x.data<T>(), y.data<T>(), x.numel(),
-                [&op](const ConstArrayMap<T>& v) { return op.eval_erf(v); });
+                [&op](const auto& v) { return op.eval_erf(v); });
   }
 
  private:
@@ -315,30 +315,38 @@ void prelu_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_activation(KernelRegistry& r) {
-  add_scalar<ReluOp, float, double, int64_t, int32_t, int8_t>(r, OpId::Relu);
-  add_scalar<LeakyReluOp, float, double>(r, OpId::LeakyRelu);
-  add_scalar<HardSigmoidOp, float, double>(r, OpId::HardSigmoid);
-  add_scalar<HardSwishOp, float, double>(r, OpId::HardSwish);
-  add_scalar<SoftsignOp, float, double>(r, OpId::Softsign);
-  add_scalar<ThresholdedReluOp, float, double>(r, OpId::ThresholdedRelu);
-  add_eigen<SigmoidOp, float, double>(r, OpId::Sigmoid);
-  add_eigen<TanhOp, float, double>(r, OpId::Tanh);
-  add_eigen<ErfOp, float, double>(r, OpId::Erf);
-  add_eigen<EluOp, float, double>(r, OpId::Elu);
-  add_eigen<SeluOp, float, double>(r, OpId::Selu);
-  add_eigen<CeluOp, float, double>(r, OpId::Celu);
-  add_eigen<SoftplusOp, float, double>(r, OpId::Softplus);
-  add_eigen<MishOp, float, double>(r, OpId::Mish);
+  using H = Eigen::half;
+  using BF = Eigen::bfloat16;
+  add_scalar<ReluOp, float, double, H, BF, int64_t, int32_t, int8_t>(r, OpId::Relu);
+  add_scalar<LeakyReluOp, float, double, H, BF>(r, OpId::LeakyRelu);
+  add_scalar<HardSigmoidOp, float, double, H, BF>(r, OpId::HardSigmoid);
+  add_scalar<HardSwishOp, float, double, H, BF>(r, OpId::HardSwish);
+  add_scalar<SoftsignOp, float, double, H, BF>(r, OpId::Softsign);
+  add_scalar<ThresholdedReluOp, float, double, H, BF>(r, OpId::ThresholdedRelu);
+  add_eigen<SigmoidOp, float, double, H, BF>(r, OpId::Sigmoid);
+  add_eigen<TanhOp, float, double, H, BF>(r, OpId::Tanh);
+  add_eigen<ErfOp, float, double, H, BF>(r, OpId::Erf);
+  add_eigen<EluOp, float, double, H, BF>(r, OpId::Elu);
+  add_eigen<SeluOp, float, double, H, BF>(r, OpId::Selu);
+  add_eigen<CeluOp, float, double, H, BF>(r, OpId::Celu);
+  add_eigen<SoftplusOp, float, double, H, BF>(r, OpId::Softplus);
+  add_eigen<MishOp, float, double, H, BF>(r, OpId::Mish);
   r.add(OpId::Gelu, Device::CPU, DType::F32, kernel_factory<GeluKernel<float>>());
   r.add(OpId::Gelu, Device::CPU, DType::F64, kernel_factory<GeluKernel<double>>());
+  r.add(OpId::Gelu, Device::CPU, DType::F16, kernel_factory<GeluKernel<H>>());
+  r.add(OpId::Gelu, Device::CPU, DType::BF16, kernel_factory<GeluKernel<BF>>());
   r.add(OpId::Clip, Device::CPU, DType::F32, kernel_factory<ClipKernel<float>>());
   r.add(OpId::Clip, Device::CPU, DType::F64, kernel_factory<ClipKernel<double>>());
+  r.add(OpId::Clip, Device::CPU, DType::F16, kernel_factory<ClipKernel<H>>());
+  r.add(OpId::Clip, Device::CPU, DType::BF16, kernel_factory<ClipKernel<BF>>());
   r.add(OpId::Clip, Device::CPU, DType::I64, kernel_factory<ClipKernel<int64_t>>());
   r.add(OpId::Clip, Device::CPU, DType::I32, kernel_factory<ClipKernel<int32_t>>());
   r.add(OpId::Clip, Device::CPU, DType::I8, kernel_factory<ClipKernel<int8_t>>());
   r.add(OpId::Clip, Device::CPU, DType::U8, kernel_factory<ClipKernel<uint8_t>>());
   r.add(OpId::PRelu, Device::CPU, DType::F32, function_kernel(&prelu_kernel<float>));
   r.add(OpId::PRelu, Device::CPU, DType::F64, function_kernel(&prelu_kernel<double>));
+  r.add(OpId::PRelu, Device::CPU, DType::F16, function_kernel(&prelu_kernel<H>));
+  r.add(OpId::PRelu, Device::CPU, DType::BF16, function_kernel(&prelu_kernel<BF>));
   r.add(OpId::PRelu, Device::CPU, DType::I64, function_kernel(&prelu_kernel<int64_t>));
   r.add(OpId::PRelu, Device::CPU, DType::I32, function_kernel(&prelu_kernel<int32_t>));
 }

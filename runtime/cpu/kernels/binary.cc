@@ -6,6 +6,8 @@
 //        fmod=1: y = a - trunc(a / b) * b  (sign of the dividend, C's fmod)
 //   Sum / Max / Min       variadic: y = x0 ∘ x1 ∘ ... ∘ xn-1, all broadcast together
 //                         (Max/Min propagate NaN, like numpy's maximum/minimum)
+// F16/BF16: every op computes in float and rounds each element once; Sum of more than two inputs
+// accumulates all of them in float (the FP32 kernel on float copies) before its one rounding.
 #include <cmath>
 #include <type_traits>
 
@@ -174,11 +176,20 @@ void pow_kernel(KernelContext& ctx) {
         (b.dtype() == DType::F32 || b.dtype() == DType::F64)) {
       const double e = b.item_as_double(0);
       const int64_t n = a.numel();
-      if (e == 2.0) return map_unary(pa, py, n, [](T v) { return v * v; });
-      if (e == 3.0) return map_unary(pa, py, n, [](T v) { return v * v * v; });
+      using C = ComputeType<T>;  // F16/BF16: float math, one rounding
+      if (e == 2.0)
+        return map_unary(pa, py, n, [](T v) {
+          const C c(v);
+          return T(c * c);
+        });
+      if (e == 3.0)
+        return map_unary(pa, py, n, [](T v) {
+          const C c(v);
+          return T(c * c * c);
+        });
       if (e == 1.0) return map_unary(pa, py, n, [](T v) { return v; });
-      if (e == 0.5) return map_unary(pa, py, n, [](T v) { return static_cast<T>(std::sqrt(v)); });
-      if (e == -1.0) return map_unary(pa, py, n, [](T v) { return T(1) / v; });
+      if (e == 0.5) return map_unary(pa, py, n, [](T v) { return T(std::sqrt(C(v))); });
+      if (e == -1.0) return map_unary(pa, py, n, [](T v) { return T(C(1) / C(v)); });
     }
   }
   dispatch_dtype(b.dtype(), [&](auto e_tag) {
@@ -213,14 +224,15 @@ void variadic_kernel(KernelContext& ctx) {
   const Tensor& x1 = ctx.input(1);
   int next = 1;
   if (broadcast_shapes({x0.shape(), x1.shape()}) == out) {
-    broadcast_binary(x0.data<T>(), x0.shape(), x1.data<T>(), x1.shape(), py, out, Op{});
+    broadcast_binary(x0.data<T>(), x0.shape(), x1.data<T>(), x1.shape(), py, out, Rounded<T, Op>{});
     next = 2;
   } else {
     broadcast_copy(x0.data<T>(), x0.shape(), py, out);
   }
   for (int i = next; i < n; ++i) {
     const Tensor& x = ctx.input(i);
-    broadcast_binary(static_cast<const T*>(py), out, x.data<T>(), x.shape(), py, out, Op{});
+    broadcast_binary(static_cast<const T*>(py), out, x.data<T>(), x.shape(), py, out,
+                     Rounded<T, Op>{});
   }
 }
 
@@ -232,28 +244,38 @@ void add_variadic(KernelRegistry& r, OpId op) {
 }  // namespace
 
 void register_binary(KernelRegistry& r) {
-  add_binary<AddOp, false, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Add);
-  add_binary<SubOp, false, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Sub);
-  add_binary<MulOp, false, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Mul);
+  using H = Eigen::half;
+  using BF = Eigen::bfloat16;
+  add_binary<AddOp, false, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Add);
+  add_binary<SubOp, false, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Sub);
+  add_binary<MulOp, false, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Mul);
   r.add(OpId::Div, Device::CPU, DType::F32, function_kernel(&div_kernel<float>));
   r.add(OpId::Div, Device::CPU, DType::F64, function_kernel(&div_kernel<double>));
+  r.add(OpId::Div, Device::CPU, DType::F16, function_kernel(&div_kernel<H>));
+  r.add(OpId::Div, Device::CPU, DType::BF16, function_kernel(&div_kernel<BF>));
   r.add(OpId::Div, Device::CPU, DType::I64, function_kernel(&div_kernel<int64_t>));
   r.add(OpId::Div, Device::CPU, DType::I32, function_kernel(&div_kernel<int32_t>));
   r.add(OpId::Div, Device::CPU, DType::I8, function_kernel(&div_kernel<int8_t>));
   r.add(OpId::Div, Device::CPU, DType::U8, function_kernel(&div_kernel<uint8_t>));
   r.add(OpId::Pow, Device::CPU, DType::F32, function_kernel(&pow_kernel<float>));
   r.add(OpId::Pow, Device::CPU, DType::F64, function_kernel(&pow_kernel<double>));
+  r.add(OpId::Pow, Device::CPU, DType::F16, function_kernel(&pow_kernel<H>));
+  r.add(OpId::Pow, Device::CPU, DType::BF16, function_kernel(&pow_kernel<BF>));
   r.add(OpId::Pow, Device::CPU, DType::I64, function_kernel(&pow_kernel<int64_t>));
   r.add(OpId::Pow, Device::CPU, DType::I32, function_kernel(&pow_kernel<int32_t>));
   r.add(OpId::Mod, Device::CPU, DType::F32, kernel_factory<ModKernel<float>>());
   r.add(OpId::Mod, Device::CPU, DType::F64, kernel_factory<ModKernel<double>>());
+  r.add(OpId::Mod, Device::CPU, DType::F16, kernel_factory<ModKernel<H>>());
+  r.add(OpId::Mod, Device::CPU, DType::BF16, kernel_factory<ModKernel<BF>>());
   r.add(OpId::Mod, Device::CPU, DType::I64, kernel_factory<ModKernel<int64_t>>());
   r.add(OpId::Mod, Device::CPU, DType::I32, kernel_factory<ModKernel<int32_t>>());
   r.add(OpId::Mod, Device::CPU, DType::I8, kernel_factory<ModKernel<int8_t>>());
   r.add(OpId::Mod, Device::CPU, DType::U8, kernel_factory<ModKernel<uint8_t>>());
   add_variadic<AddOp, float, double>(r, OpId::Sum);
-  add_variadic<MaxOp, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Max);
-  add_variadic<MinOp, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Min);
+  r.add(OpId::Sum, Device::CPU, kLowFloats,
+        in_fp32(function_kernel(&variadic_kernel<float, AddOp>)));
+  add_variadic<MaxOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Max);
+  add_variadic<MinOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Min);
 }
 
 }  // namespace oat::cpu

@@ -8,14 +8,12 @@
 //   F16 -> F32   F16C vcvtph2ps (exact)
 //   F32 -> BF16  bits + 0x7fff + lsb, >> 16 (round to nearest even, as Eigen::bfloat16(float))
 //   BF16 -> F32  bits << 16 (exact)
+//   F64 -> F16/BF16  one rounding of the double (half_from_double: round-to-odd float first)
 //   others       through float, as cast_tensor: To(float(x)), or static_cast for F32<->F64
 // They agree with cast_tensor bit for bit on every non-NaN value (NaN stays NaN; the payload may
 // differ), which generator_test.cc checks over all 16-bit high halves. Registered from
 // register_generator().
 #include <type_traits>
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
 
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
@@ -71,38 +69,24 @@ bool is_float_type(DType t) {
 
 template <class From, class To>
 void convert(const From* src, To* dst, int64_t n) {
-  int64_t i = 0;
-  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Eigen::half>) {
-#ifdef __F16C__
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-  } else if constexpr (std::is_same_v<From, Eigen::half> && std::is_same_v<To, float>) {
-#ifdef __F16C__
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(dst + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-#endif
-  } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Eigen::bfloat16>) {
-    const auto* s = reinterpret_cast<const uint32_t*>(src);
-    auto* d = reinterpret_cast<uint16_t*>(dst);
-    for (; i < n; ++i) {
-      const uint32_t u = s[i];
-      const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-      const uint16_t rounded = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-      d[i] = nan ? static_cast<uint16_t>((u >> 16) | 0x40u) : rounded;
-    }
-  } else if constexpr (std::is_same_v<From, Eigen::bfloat16> && std::is_same_v<To, float>) {
-    const auto* s = reinterpret_cast<const uint16_t*>(src);
-    auto* d = reinterpret_cast<uint32_t*>(dst);
-    for (; i < n; ++i) d[i] = static_cast<uint32_t>(s[i]) << 16;
-  }
-  for (; i < n; ++i) {
-    if constexpr (std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>) {
-      dst[i] = To(static_cast<float>(src[i]));
-    } else {
-      dst[i] = static_cast<To>(src[i]);
+  constexpr bool kToLow = std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>;
+  constexpr bool kFromLow =
+      std::is_same_v<From, Eigen::half> || std::is_same_v<From, Eigen::bfloat16>;
+  if constexpr (std::is_same_v<From, float> && kToLow) {
+    round_from_float(src, dst, n);
+  } else if constexpr (kFromLow && std::is_same_v<To, float>) {
+    widen_to_float(src, dst, n);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, Eigen::half>) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = half_from_double(src[i]);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, Eigen::bfloat16>) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bfloat16_from_double(src[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kToLow) {
+        dst[i] = To(static_cast<float>(src[i]));  // F16 <-> BF16: exact widening, one rounding
+      } else {
+        dst[i] = static_cast<To>(src[i]);
+      }
     }
   }
 }

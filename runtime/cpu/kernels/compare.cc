@@ -74,18 +74,22 @@ void add_where(KernelRegistry& r) {
 }  // namespace
 
 void register_compare(KernelRegistry& r) {
-  add_binary<EqualOp, true, float, double, int64_t, int32_t, int8_t, uint8_t, bool>(r, OpId::Equal);
-  add_binary<LessOp, true, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Less);
-  add_binary<GreaterOp, true, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Greater);
-  add_binary<LessOrEqualOp, true, float, double, int64_t, int32_t, int8_t, uint8_t>(
+  using H = Eigen::half;
+  using BF = Eigen::bfloat16;
+  add_binary<EqualOp, true, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t, bool>(
+      r, OpId::Equal);
+  add_binary<LessOp, true, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Less);
+  add_binary<GreaterOp, true, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(
+      r, OpId::Greater);
+  add_binary<LessOrEqualOp, true, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(
       r, OpId::LessOrEqual);
-  add_binary<GreaterOrEqualOp, true, float, double, int64_t, int32_t, int8_t, uint8_t>(
+  add_binary<GreaterOrEqualOp, true, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(
       r, OpId::GreaterOrEqual);
   add_binary<AndOp, true, bool>(r, OpId::And);
   add_binary<OrOp, true, bool>(r, OpId::Or);
   add_binary<XorOp, true, bool>(r, OpId::Xor);
   r.add(OpId::Not, Device::CPU, DType::Bool, function_kernel(&unary_kernel<bool, bool, NotOp>));
-  add_where<float, double, int64_t, int32_t, int8_t, uint8_t, bool>(r);
+  add_where<float, double, H, BF, int64_t, int32_t, int8_t, uint8_t, bool>(r);
 }
 
 }  // namespace oat::cpu

@@ -24,6 +24,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
 #include "runtime/cpu/kernels/conv_winograd.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -218,6 +219,7 @@ class ConvKernel : public OpKernel {
 
 void register_conv(KernelRegistry& r) {
   r.add(OpId::Conv, Device::CPU, DType::F32, kernel_factory<ConvKernel<float>>());
+  r.add(OpId::Conv, Device::CPU, kLowFloats, in_fp32(kernel_factory<ConvKernel<float>>()));
   r.add(OpId::Conv, Device::CPU, DType::F64, kernel_factory<ConvKernel<double>>());
   register_conv_transpose(r);
 }

@@ -17,6 +17,7 @@
 #endif
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -146,6 +147,8 @@ class ConvTransposeKernel : public OpKernel {
 
 void register_conv_transpose(KernelRegistry& r) {
   r.add(OpId::ConvTranspose, Device::CPU, DType::F32, kernel_factory<ConvTransposeKernel<float>>());
+  r.add(OpId::ConvTranspose, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<ConvTransposeKernel<float>>()));
   r.add(OpId::ConvTranspose, Device::CPU, DType::F64,
         kernel_factory<ConvTransposeKernel<double>>());
 }

@@ -3,15 +3,19 @@
 // array, so Eigen's vectorised exp/tanh/erf apply), and these templates run it over whole tensors
 // with numpy broadcasting, tight contiguous inner loops and OpenMP above ~32K elements.
 //
-// Everything is templated on the element type so F16/BF16 registrations are one line later.
+// Everything is templated on the element type. F16/BF16 run on their 16-bit storage with the
+// arithmetic in float and one rounding per element (low_precision.h): scalar functors through
+// Rounded<TO, Op>, Eigen expressions on float blocks widened from and rounded back to the storage.
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <initializer_list>
 #include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/kernel.h"
 #include "runtime/registry.h"
 
@@ -57,15 +61,31 @@ void map_unary(const TI* x, TO* y, int64_t n, const F& f) {
   });
 }
 
+// Elements per float block when an Eigen expression runs on F16/BF16 storage.
+constexpr int64_t kLowFloatBlock = 512;
+
 // y = g(x) where g maps an Eigen array to an Eigen expression (x.exp(), x.tanh(), ...), evaluated
-// in parallel chunks with Eigen's packet math.
+// in parallel chunks with Eigen's packet math. For F16/BF16, g sees float blocks (widened from x)
+// and each result is rounded once into y; so g must take `const auto&`.
 template <class T, class G>
 void map_eigen(const T* x, T* y, int64_t n, const G& g) {
-  parallel_ranges(n, [&](int64_t b, int64_t e) {
-    ConstArrayMap<T> in(x + b, e - b);
-    ArrayMap<T> out(y + b, e - b);
-    out = g(in);
-  });
+  if constexpr (kIsLowFloat<T>) {
+    parallel_ranges(n, [&](int64_t b, int64_t e) {
+      float in[kLowFloatBlock], out[kLowFloatBlock];
+      for (int64_t c = b; c < e; c += kLowFloatBlock) {
+        const int64_t m = std::min(kLowFloatBlock, e - c);
+        widen_to_float(x + c, in, m);
+        ArrayMap<float>(out, m) = g(ConstArrayMap<float>(in, m));
+        round_from_float(out, y + c, m);
+      }
+    });
+  } else {
+    parallel_ranges(n, [&](int64_t b, int64_t e) {
+      ConstArrayMap<T> in(x + b, e - b);
+      ArrayMap<T> out(y + b, e - b);
+      out = g(in);
+    });
+  }
 }
 
 // o = f(a, b) with numpy broadcasting to `so` (the caller's broadcast of sa and sb). Inner runs
@@ -130,7 +150,8 @@ void binary_kernel(KernelContext& ctx) {
   require_same_dtype(ctx, a.dtype(), 0, 2);
   const Shape out = broadcast_or_fail(ctx, {a.shape(), b.shape()});
   Tensor& y = ctx.allocate_output(0, dtype_of<TO>(), out);
-  broadcast_binary(a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.data<TO>(), out, Op{});
+  broadcast_binary(a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.data<TO>(), out,
+                   Rounded<TO, Op>{});
 }
 
 // Registers binary_kernel<T, TO(T), Op> for each T in Ts.
@@ -146,7 +167,7 @@ template <class T, class TO, class Op>
 void unary_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, dtype_of<TO>(), x.shape());
-  map_unary(x.data<T>(), y.data<TO>(), x.numel(), Op{});
+  map_unary(x.data<T>(), y.data<TO>(), x.numel(), Rounded<TO, Op>{});
 }
 
 // A kernel y = Op::eval(x) where eval builds an Eigen array expression.
@@ -154,8 +175,7 @@ template <class T, class Op>
 void eigen_unary_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  map_eigen(x.data<T>(), y.data<T>(), x.numel(),
-            [](const ConstArrayMap<T>& v) { return Op::eval(v); });
+  map_eigen(x.data<T>(), y.data<T>(), x.numel(), [](const auto& v) { return Op::eval(v); });
 }
 
 template <class Op, class... Ts>

@@ -1,4 +1,6 @@
-// Generators: Constant, ConstantOfShape, Range, Dropout. Cast and CastLike are in cast.cc and
+// Generators: Constant, ConstantOfShape, Range, Dropout. F16/BF16: Constant and ConstantOfShape
+// copy their value's bits; Range runs in float on float copies and rounds each element once;
+// Dropout scales in float and rounds once. Cast and CastLike are in cast.cc and
 // register from register_generator().
 //
 // Dropout's training mode draws its mask like the ONNX reference (numpy's legacy generator:
@@ -10,6 +12,7 @@
 #include <random>
 #include <type_traits>
 
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
 
@@ -142,12 +145,14 @@ class DropoutKernel : public OpKernel {
     const T* src = x.data<T>();
     T* y = ctx.allocate_output(0, x.dtype(), x.shape()).template data<T>();
     std::vector<uint8_t> keep(static_cast<size_t>(count));
-    const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+    // F16/BF16: x·scale in float, rounded once (the scale itself is not rounded to 16 bits).
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const C scale = static_cast<C>(1.0 / (1.0 - ratio));
     for (int64_t i = 0; i < count; ++i) {
       const uint32_t a = gen_() >> 5, b = gen_() >> 6;
       const double u = (a * 67108864.0 + b) / 9007199254740992.0;
       keep[i] = u >= ratio;
-      y[i] = keep[i] ? static_cast<T>(src[i] * scale) : T(0);
+      y[i] = keep[i] ? static_cast<T>(static_cast<C>(src[i]) * scale) : T(0);
     }
     if (want_mask) {
       Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
@@ -172,11 +177,14 @@ void register_generator(KernelRegistry& r) {
   r.add(OpId::Constant, cpu, kAnyDType, kernel_factory<ConstantKernel>());
   r.add(OpId::ConstantOfShape, cpu, kAnyDType, kernel_factory<ConstantOfShapeKernel>());
   r.add(OpId::Range, cpu, DType::F32, function_kernel(range<float>));
+  r.add(OpId::Range, cpu, kLowFloats, in_fp32(function_kernel(range<float>)));
   r.add(OpId::Range, cpu, DType::F64, function_kernel(range<double>));
   r.add(OpId::Range, cpu, DType::I64, function_kernel(range<int64_t>));
   r.add(OpId::Range, cpu, DType::I32, function_kernel(range<int32_t>));
   r.add(OpId::Dropout, cpu, DType::F32, kernel_factory<DropoutKernel<float>>());
   r.add(OpId::Dropout, cpu, DType::F64, kernel_factory<DropoutKernel<double>>());
+  r.add(OpId::Dropout, cpu, DType::F16, kernel_factory<DropoutKernel<Eigen::half>>());
+  r.add(OpId::Dropout, cpu, DType::BF16, kernel_factory<DropoutKernel<Eigen::bfloat16>>());
   register_cast(r);
 }
 

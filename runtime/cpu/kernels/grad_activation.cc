@@ -23,7 +23,8 @@
 //                           attr legacy_slope = 1 for PRelu before opset 7, where a 1-D slope of
 //                           size C is per channel (axis 1), as the forward kernel reads it.
 // The elementwise ones run on Eigen arrays in cache-sized chunks, split across OpenMP threads
-// above kElementwiseParallelMin elements.
+// above kElementwiseParallelMin elements; F16/BF16 compute on float blocks and round dX once per
+// element. PReluGrad's dSlope is a sum, so its F16/BF16 kernel is the FP32 one on float copies.
 // GCC 12 reports false "may be used uninitialized" warnings inside Eigen's AVX-512 packet exp/erf
 // (GCC bug 105593); silenced before the first include, as in activation.cc.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -34,6 +35,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "runtime/cpu/kernels/elementwise_impl.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -58,13 +60,28 @@ void grad_chunks(KernelContext& ctx, const F& f) {
   const T* g = dy.data<T>();
   const T* p = v.data<T>();
   T* o = dx.data<T>();
-  parallel_ranges(dy.numel(), [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; c += kChunk) {
-      const int64_t m = std::min(kChunk, e - c);
-      ArrayMap<T> out(o + c, m);
-      f(ConstArrayMap<T>(g + c, m), ConstArrayMap<T>(p + c, m), out);
-    }
-  });
+  if constexpr (kIsLowFloat<T>) {
+    // F16/BF16: f runs on float blocks widened from the storage; each dX element is rounded once.
+    parallel_ranges(dy.numel(), [&](int64_t b, int64_t e) {
+      float gb[kLowFloatBlock], vb[kLowFloatBlock], ob[kLowFloatBlock];
+      for (int64_t c = b; c < e; c += kLowFloatBlock) {
+        const int64_t m = std::min(kLowFloatBlock, e - c);
+        widen_to_float(g + c, gb, m);
+        widen_to_float(p + c, vb, m);
+        ArrayMap<float> out(ob, m);
+        f(ConstArrayMap<float>(gb, m), ConstArrayMap<float>(vb, m), out);
+        round_from_float(ob, o + c, m);
+      }
+    });
+  } else {
+    parallel_ranges(dy.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; c += kChunk) {
+        const int64_t m = std::min(kChunk, e - c);
+        ArrayMap<T> out(o + c, m);
+        f(ConstArrayMap<T>(g + c, m), ConstArrayMap<T>(p + c, m), out);
+      }
+    });
+  }
 }
 
 // A kernel whose Op(const Node&) parses attributes and has
@@ -82,6 +99,8 @@ class ElementwiseGrad : public OpKernel {
 template <class Op>
 void add_grad(KernelRegistry& r, OpId op) {
   r.add(op, Device::CPU, DType::F32, kernel_factory<ElementwiseGrad<float, Op>>());
+  r.add(op, Device::CPU, DType::F16, kernel_factory<ElementwiseGrad<Eigen::half, Op>>());
+  r.add(op, Device::CPU, DType::BF16, kernel_factory<ElementwiseGrad<Eigen::bfloat16, Op>>());
   r.add(op, Device::CPU, DType::F64, kernel_factory<ElementwiseGrad<double, Op>>());
 }
 
@@ -218,8 +237,10 @@ class ClipGradKernel : public OpKernel {
       if (const Tensor* t = ctx.input_or_null(2)) lo = bound(ctx, *t, "min");
     if (!has_hi_)
       if (const Tensor* t = ctx.input_or_null(3)) hi = bound(ctx, *t, "max");
-    grad_chunks<T>(ctx, [lo, hi](const auto& g, const auto& x, auto& out) {
-      out = ((x >= lo) && (x <= hi)).select(g, T(0));
+    using C = ComputeType<T>;  // F16/BF16 compare in float (exact) and copy dY
+    const C l = static_cast<C>(lo), h = static_cast<C>(hi);
+    grad_chunks<T>(ctx, [l, h](const auto& g, const auto& x, auto& out) {
+      out = ((x >= l) && (x <= h)).select(g, C(0));
     });
   }
 
@@ -311,7 +332,12 @@ void register_grad_activation(KernelRegistry& r) {
   add_grad<HardSwishGradOp>(r, OpId::HardSwishGrad);
   r.add(OpId::ClipGrad, Device::CPU, DType::F32, kernel_factory<ClipGradKernel<float>>());
   r.add(OpId::ClipGrad, Device::CPU, DType::F64, kernel_factory<ClipGradKernel<double>>());
+  r.add(OpId::ClipGrad, Device::CPU, DType::F16, kernel_factory<ClipGradKernel<Eigen::half>>());
+  r.add(OpId::ClipGrad, Device::CPU, DType::BF16,
+        kernel_factory<ClipGradKernel<Eigen::bfloat16>>());
   r.add(OpId::PReluGrad, Device::CPU, DType::F32, kernel_factory<PReluGradKernel<float>>());
+  r.add(OpId::PReluGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<PReluGradKernel<float>>()));
   r.add(OpId::PReluGrad, Device::CPU, DType::F64, kernel_factory<PReluGradKernel<double>>());
 }
 

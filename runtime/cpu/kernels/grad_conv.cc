@@ -19,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "runtime/cpu/kernels/grad_conv_backward.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -236,6 +237,7 @@ class ConvGradKernel : public OpKernel {
 
 void register_grad_conv(KernelRegistry& r) {
   r.add(OpId::ConvGrad, Device::CPU, DType::F32, kernel_factory<ConvGradKernel<float>>());
+  r.add(OpId::ConvGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<ConvGradKernel<float>>()));
   r.add(OpId::ConvGrad, Device::CPU, DType::F64, kernel_factory<ConvGradKernel<double>>());
   register_grad_conv_transpose(r);
   register_grad_pool(r);

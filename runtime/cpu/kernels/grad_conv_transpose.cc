@@ -15,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "runtime/cpu/kernels/grad_conv_backward.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -152,6 +153,8 @@ class ConvTransposeGradKernel : public OpKernel {
 void register_grad_conv_transpose(KernelRegistry& r) {
   r.add(OpId::ConvTransposeGrad, Device::CPU, DType::F32,
         kernel_factory<ConvTransposeGradKernel<float>>());
+  r.add(OpId::ConvTransposeGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<ConvTransposeGradKernel<float>>()));
   r.add(OpId::ConvTransposeGrad, Device::CPU, DType::F64,
         kernel_factory<ConvTransposeGradKernel<double>>());
 }

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/softmax.h"
 #include "runtime/cpu/register.h"
 
@@ -280,18 +281,26 @@ class SoftmaxCrossEntropyLossGradKernel : public OpKernel {
 void register_grad_loss(KernelRegistry& r) {
   r.add(OpId::SoftmaxGrad, Device::CPU, DType::F32,
         kernel_factory<SoftmaxGradKernel<float, false>>());
+  r.add(OpId::SoftmaxGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<SoftmaxGradKernel<float, false>>()));
   r.add(OpId::SoftmaxGrad, Device::CPU, DType::F64,
         kernel_factory<SoftmaxGradKernel<double, false>>());
   r.add(OpId::LogSoftmaxGrad, Device::CPU, DType::F32,
         kernel_factory<SoftmaxGradKernel<float, true>>());
+  r.add(OpId::LogSoftmaxGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<SoftmaxGradKernel<float, true>>()));
   r.add(OpId::LogSoftmaxGrad, Device::CPU, DType::F64,
         kernel_factory<SoftmaxGradKernel<double, true>>());
   r.add(OpId::NegativeLogLikelihoodLossGrad, Device::CPU, DType::F32,
         kernel_factory<NllLossGradKernel<float>>());
+  r.add(OpId::NegativeLogLikelihoodLossGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<NllLossGradKernel<float>>()));
   r.add(OpId::NegativeLogLikelihoodLossGrad, Device::CPU, DType::F64,
         kernel_factory<NllLossGradKernel<double>>());
   r.add(OpId::SoftmaxCrossEntropyLossGrad, Device::CPU, DType::F32,
         kernel_factory<SoftmaxCrossEntropyLossGradKernel<float>>());
+  r.add(OpId::SoftmaxCrossEntropyLossGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<SoftmaxCrossEntropyLossGradKernel<float>>()));
   r.add(OpId::SoftmaxCrossEntropyLossGrad, Device::CPU, DType::F64,
         kernel_factory<SoftmaxCrossEntropyLossGradKernel<double>>());
 }

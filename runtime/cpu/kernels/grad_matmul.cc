@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -255,8 +256,10 @@ class GemmGradKernel : public OpKernel {
 
 void register_grad_matmul(KernelRegistry& r) {
   r.add(OpId::MatMulGrad, Device::CPU, DType::F32, function_kernel(matmul_grad<float>));
+  r.add(OpId::MatMulGrad, Device::CPU, kLowFloats, in_fp32(function_kernel(matmul_grad<float>)));
   r.add(OpId::MatMulGrad, Device::CPU, DType::F64, function_kernel(matmul_grad<double>));
   r.add(OpId::GemmGrad, Device::CPU, DType::F32, kernel_factory<GemmGradKernel<float>>());
+  r.add(OpId::GemmGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<GemmGradKernel<float>>()));
   r.add(OpId::GemmGrad, Device::CPU, DType::F64, kernel_factory<GemmGradKernel<double>>());
 }
 

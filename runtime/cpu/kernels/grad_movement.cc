@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
 
@@ -487,14 +488,17 @@ void dropout_grad(KernelContext& ctx) {
   if (mask.shape() != dy.shape())
     ctx.fail(
         cat("mask ", shape_str(mask.shape()), " does not match gradient ", shape_str(dy.shape())));
-  const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+  // F16/BF16: dY·scale in float, rounded once (as the forward Dropout).
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const C scale = static_cast<C>(1.0 / (1.0 - ratio));
   const T* g = dy.data<T>();
   T* out = ctx.allocate_output(0, dy.dtype(), dy.shape()).template data<T>();
   dispatch_dtype(mask.dtype(), [&](auto tag) {  // bool from opset 10, X's dtype before
     using M = decltype(tag);
     const M* m = mask.data<M>();
     parallel_ranges(dy.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = m[i] != M(0) ? g[i] * scale : T(0);
+      for (int64_t i = b; i < e; ++i)
+        out[i] = m[i] != M(0) ? static_cast<T>(static_cast<C>(g[i]) * scale) : T(0);
     });
   });
 }
@@ -507,15 +511,22 @@ void register_grad_movement(KernelRegistry& r) {
   r.add(OpId::SliceGrad, cpu, moves, kernel_factory<SliceGradKernel>());
   r.add(OpId::ConcatGrad, cpu, moves, function_kernel(concat_grad));
   r.add(OpId::GatherGrad, cpu, DType::F32, function_kernel(gather_grad<float>));
+  r.add(OpId::GatherGrad, cpu, kLowFloats, in_fp32(function_kernel(gather_grad<float>)));
   r.add(OpId::GatherGrad, cpu, DType::F64, function_kernel(gather_grad<double>));
   r.add(OpId::GatherElementsGrad, cpu, DType::F32, function_kernel(gather_elements_grad<float>));
+  r.add(OpId::GatherElementsGrad, cpu, kLowFloats,
+        in_fp32(function_kernel(gather_elements_grad<float>)));
   r.add(OpId::GatherElementsGrad, cpu, DType::F64, function_kernel(gather_elements_grad<double>));
   r.add(OpId::PadGrad, cpu, DType::F32, kernel_factory<PadGradKernel<float>>());
+  r.add(OpId::PadGrad, cpu, kLowFloats, in_fp32(kernel_factory<PadGradKernel<float>>()));
   r.add(OpId::PadGrad, cpu, DType::F64, kernel_factory<PadGradKernel<double>>());
   r.add(OpId::TileGrad, cpu, DType::F32, function_kernel(tile_grad<float>));
+  r.add(OpId::TileGrad, cpu, kLowFloats, in_fp32(function_kernel(tile_grad<float>)));
   r.add(OpId::TileGrad, cpu, DType::F64, function_kernel(tile_grad<double>));
   r.add(OpId::DropoutGrad, cpu, DType::F32, function_kernel(dropout_grad<float>));
   r.add(OpId::DropoutGrad, cpu, DType::F64, function_kernel(dropout_grad<double>));
+  r.add(OpId::DropoutGrad, cpu, DType::F16, function_kernel(dropout_grad<Eigen::half>));
+  r.add(OpId::DropoutGrad, cpu, DType::BF16, function_kernel(dropout_grad<Eigen::bfloat16>));
 }
 
 }  // namespace oat::cpu

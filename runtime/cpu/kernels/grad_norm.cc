@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -305,10 +306,14 @@ class LayerNormGradKernel : public OpKernel {
 void register_grad_norm(KernelRegistry& r) {
   r.add(OpId::BatchNormalizationGrad, Device::CPU, DType::F32,
         kernel_factory<BatchNormGradKernel<float>>());
+  r.add(OpId::BatchNormalizationGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<BatchNormGradKernel<float>>(), Fp32Io::of({2, 3, 4}, {1, 2})));
   r.add(OpId::BatchNormalizationGrad, Device::CPU, DType::F64,
         kernel_factory<BatchNormGradKernel<double>>());
   r.add(OpId::LayerNormalizationGrad, Device::CPU, DType::F32,
         kernel_factory<LayerNormGradKernel<float>>());
+  r.add(OpId::LayerNormalizationGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<LayerNormGradKernel<float>>(), Fp32Io::of({3, 4}, {})));
   r.add(OpId::LayerNormalizationGrad, Device::CPU, DType::F64,
         kernel_factory<LayerNormGradKernel<double>>());
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -210,14 +211,21 @@ void global_pool_grad(KernelContext& ctx) {
 void register_grad_pool(KernelRegistry& r) {
   const Device cpu = Device::CPU;
   r.add(OpId::MaxPoolGrad, cpu, DType::F32, kernel_factory<MaxPoolGradKernel<float>>());
+  r.add(OpId::MaxPoolGrad, cpu, kLowFloats, in_fp32(kernel_factory<MaxPoolGradKernel<float>>()));
   r.add(OpId::MaxPoolGrad, cpu, DType::F64, kernel_factory<MaxPoolGradKernel<double>>());
   r.add(OpId::AveragePoolGrad, cpu, DType::F32, kernel_factory<AveragePoolGradKernel<float>>());
+  r.add(OpId::AveragePoolGrad, cpu, kLowFloats,
+        in_fp32(kernel_factory<AveragePoolGradKernel<float>>()));
   r.add(OpId::AveragePoolGrad, cpu, DType::F64, kernel_factory<AveragePoolGradKernel<double>>());
   r.add(OpId::GlobalAveragePoolGrad, cpu, DType::F32,
         function_kernel(global_pool_grad<float, false>));
+  r.add(OpId::GlobalAveragePoolGrad, cpu, kLowFloats,
+        in_fp32(function_kernel(global_pool_grad<float, false>)));
   r.add(OpId::GlobalAveragePoolGrad, cpu, DType::F64,
         function_kernel(global_pool_grad<double, false>));
   r.add(OpId::GlobalMaxPoolGrad, cpu, DType::F32, function_kernel(global_pool_grad<float, true>));
+  r.add(OpId::GlobalMaxPoolGrad, cpu, kLowFloats,
+        in_fp32(function_kernel(global_pool_grad<float, true>)));
   r.add(OpId::GlobalMaxPoolGrad, cpu, DType::F64, function_kernel(global_pool_grad<double, true>));
 }
 

@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -237,10 +238,14 @@ class ReduceXYGradKernel : public OpKernel {
 
 void register_grad_reduce(KernelRegistry& r) {
   r.add(OpId::ReduceXYGrad, Device::CPU, DType::F32, kernel_factory<ReduceXYGradKernel<float>>());
+  r.add(OpId::ReduceXYGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<ReduceXYGradKernel<float>>()));
   r.add(OpId::ReduceXYGrad, Device::CPU, DType::F64, kernel_factory<ReduceXYGradKernel<double>>());
   r.add(OpId::SumToShape, Device::CPU, DType::F32, function_kernel(sum_to_shape<float>));
+  r.add(OpId::SumToShape, Device::CPU, kLowFloats, in_fp32(function_kernel(sum_to_shape<float>)));
   r.add(OpId::SumToShape, Device::CPU, DType::F64, function_kernel(sum_to_shape<double>));
   r.add(OpId::ReduceGrad, Device::CPU, DType::F32, function_kernel(reduce_grad<float>));
+  r.add(OpId::ReduceGrad, Device::CPU, kLowFloats, in_fp32(function_kernel(reduce_grad<float>)));
   r.add(OpId::ReduceGrad, Device::CPU, DType::F64, function_kernel(reduce_grad<double>));
 }
 

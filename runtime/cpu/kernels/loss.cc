@@ -9,6 +9,7 @@
 // optional second output. Sums run in double.
 #include <optional>
 
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/softmax.h"
 #include "runtime/cpu/register.h"
 
@@ -129,10 +130,14 @@ class SoftmaxCrossEntropyKernel : public OpKernel {
 void register_loss(KernelRegistry& r) {
   r.add(OpId::NegativeLogLikelihoodLoss, Device::CPU, DType::F32,
         kernel_factory<NllLossKernel<float>>());
+  r.add(OpId::NegativeLogLikelihoodLoss, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<NllLossKernel<float>>()));
   r.add(OpId::NegativeLogLikelihoodLoss, Device::CPU, DType::F64,
         kernel_factory<NllLossKernel<double>>());
   r.add(OpId::SoftmaxCrossEntropyLoss, Device::CPU, DType::F32,
         kernel_factory<SoftmaxCrossEntropyKernel<float>>());
+  r.add(OpId::SoftmaxCrossEntropyLoss, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<SoftmaxCrossEntropyKernel<float>>()));
   r.add(OpId::SoftmaxCrossEntropyLoss, Device::CPU, DType::F64,
         kernel_factory<SoftmaxCrossEntropyKernel<double>>());
 }

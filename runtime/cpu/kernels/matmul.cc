@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -186,10 +187,12 @@ class GemmKernel : public OpKernel {
 
 void register_matmul(KernelRegistry& r) {
   r.add(OpId::MatMul, Device::CPU, DType::F32, function_kernel(matmul_kernel<float>));
+  r.add(OpId::MatMul, Device::CPU, kLowFloats, in_fp32(function_kernel(matmul_kernel<float>)));
   r.add(OpId::MatMul, Device::CPU, DType::F64, function_kernel(matmul_kernel<double>));
   r.add(OpId::MatMul, Device::CPU, DType::I32, function_kernel(matmul_kernel<int32_t>));
   r.add(OpId::MatMul, Device::CPU, DType::I64, function_kernel(matmul_kernel<int64_t>));
   r.add(OpId::Gemm, Device::CPU, DType::F32, kernel_factory<GemmKernel<float>>());
+  r.add(OpId::Gemm, Device::CPU, kLowFloats, in_fp32(kernel_factory<GemmKernel<float>>()));
   r.add(OpId::Gemm, Device::CPU, DType::F64, kernel_factory<GemmKernel<double>>());
   r.add(OpId::Gemm, Device::CPU, DType::I32, kernel_factory<GemmKernel<int32_t>>());
   r.add(OpId::Gemm, Device::CPU, DType::I64, kernel_factory<GemmKernel<int64_t>>());

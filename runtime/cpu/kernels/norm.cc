@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -301,14 +302,20 @@ class InstanceNormKernel : public OpKernel {
 void register_norm(KernelRegistry& r) {
   r.add(OpId::BatchNormalization, Device::CPU, DType::F32,
         kernel_factory<BatchNormKernel<float>>());
+  r.add(OpId::BatchNormalization, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<BatchNormKernel<float>>(), Fp32Io::of({1, 2, 3, 4}, {1, 2})));
   r.add(OpId::BatchNormalization, Device::CPU, DType::F64,
         kernel_factory<BatchNormKernel<double>>());
   r.add(OpId::LayerNormalization, Device::CPU, DType::F32,
         kernel_factory<LayerNormKernel<float>>());
+  r.add(OpId::LayerNormalization, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<LayerNormKernel<float>>(), Fp32Io::of({}, {1, 2})));
   r.add(OpId::LayerNormalization, Device::CPU, DType::F64,
         kernel_factory<LayerNormKernel<double>>());
   r.add(OpId::InstanceNormalization, Device::CPU, DType::F32,
         kernel_factory<InstanceNormKernel<float>>());
+  r.add(OpId::InstanceNormalization, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<InstanceNormKernel<float>>()));
   r.add(OpId::InstanceNormalization, Device::CPU, DType::F64,
         kernel_factory<InstanceNormKernel<double>>());
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -197,14 +198,19 @@ void global_pool(KernelContext& ctx) {
 void register_pool(KernelRegistry& r) {
   const Device cpu = Device::CPU;
   r.add(OpId::MaxPool, cpu, DType::F32, kernel_factory<MaxPoolKernel<float>>());
+  r.add(OpId::MaxPool, cpu, kLowFloats, in_fp32(kernel_factory<MaxPoolKernel<float>>()));
   r.add(OpId::MaxPool, cpu, DType::F64, kernel_factory<MaxPoolKernel<double>>());
   r.add(OpId::MaxPool, cpu, DType::I8, kernel_factory<MaxPoolKernel<int8_t>>());
   r.add(OpId::MaxPool, cpu, DType::U8, kernel_factory<MaxPoolKernel<uint8_t>>());
   r.add(OpId::AveragePool, cpu, DType::F32, kernel_factory<AveragePoolKernel<float>>());
+  r.add(OpId::AveragePool, cpu, kLowFloats, in_fp32(kernel_factory<AveragePoolKernel<float>>()));
   r.add(OpId::AveragePool, cpu, DType::F64, kernel_factory<AveragePoolKernel<double>>());
   r.add(OpId::GlobalMaxPool, cpu, DType::F32, function_kernel(global_pool<float, true>));
+  r.add(OpId::GlobalMaxPool, cpu, kLowFloats, in_fp32(function_kernel(global_pool<float, true>)));
   r.add(OpId::GlobalMaxPool, cpu, DType::F64, function_kernel(global_pool<double, true>));
   r.add(OpId::GlobalAveragePool, cpu, DType::F32, function_kernel(global_pool<float, false>));
+  r.add(OpId::GlobalAveragePool, cpu, kLowFloats,
+        in_fp32(function_kernel(global_pool<float, false>)));
   r.add(OpId::GlobalAveragePool, cpu, DType::F64, function_kernel(global_pool<double, false>));
   register_space_depth(r);
 }

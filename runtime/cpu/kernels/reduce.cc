@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -359,6 +360,7 @@ class CumSumKernel : public OpKernel {
 template <ReduceKind K>
 void add_reduce(KernelRegistry& r, OpId op) {
   r.add(op, Device::CPU, DType::F32, kernel_factory<ReduceKernel<float, K>>());
+  r.add(op, Device::CPU, kLowFloats, in_fp32(kernel_factory<ReduceKernel<float, K>>()));
   r.add(op, Device::CPU, DType::F64, kernel_factory<ReduceKernel<double, K>>());
   r.add(op, Device::CPU, DType::I32, kernel_factory<ReduceKernel<int32_t, K>>());
   r.add(op, Device::CPU, DType::I64, kernel_factory<ReduceKernel<int64_t, K>>());
@@ -371,6 +373,7 @@ void add_reduce(KernelRegistry& r, OpId op) {
 template <bool kMax>
 void add_arg(KernelRegistry& r, OpId op) {
   r.add(op, Device::CPU, DType::F32, kernel_factory<ArgKernel<float, kMax>>());
+  r.add(op, Device::CPU, kLowFloats, in_fp32(kernel_factory<ArgKernel<float, kMax>>()));
   r.add(op, Device::CPU, DType::F64, kernel_factory<ArgKernel<double, kMax>>());
   r.add(op, Device::CPU, DType::I32, kernel_factory<ArgKernel<int32_t, kMax>>());
   r.add(op, Device::CPU, DType::I64, kernel_factory<ArgKernel<int64_t, kMax>>());
@@ -394,6 +397,7 @@ void register_reduce(KernelRegistry& r) {
   add_arg<true>(r, OpId::ArgMax);
   add_arg<false>(r, OpId::ArgMin);
   r.add(OpId::CumSum, Device::CPU, DType::F32, kernel_factory<CumSumKernel<float>>());
+  r.add(OpId::CumSum, Device::CPU, kLowFloats, in_fp32(kernel_factory<CumSumKernel<float>>()));
   r.add(OpId::CumSum, Device::CPU, DType::F64, kernel_factory<CumSumKernel<double>>());
   r.add(OpId::CumSum, Device::CPU, DType::I32, kernel_factory<CumSumKernel<int32_t>>());
   r.add(OpId::CumSum, Device::CPU, DType::I64, kernel_factory<CumSumKernel<int64_t>>());

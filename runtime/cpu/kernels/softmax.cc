@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -139,6 +140,7 @@ class SoftmaxKernel : public OpKernel {
 template <SoftmaxKind kKind>
 void add_family(KernelRegistry& r, OpId op) {
   r.add(op, Device::CPU, DType::F32, kernel_factory<SoftmaxKernel<float, kKind>>());
+  r.add(op, Device::CPU, kLowFloats, in_fp32(kernel_factory<SoftmaxKernel<float, kKind>>()));
   r.add(op, Device::CPU, DType::F64, kernel_factory<SoftmaxKernel<double, kKind>>());
 }
 

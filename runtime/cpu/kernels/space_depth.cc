@@ -111,9 +111,9 @@ class SpaceDepthKernel : public OpKernel {
 }  // namespace
 
 void register_space_depth(KernelRegistry& r) {
-  // F16/BF16 join with the low-precision issue (the kernel itself is dtype-agnostic).
-  const auto dtypes = {DType::F32, DType::F64, DType::I64, DType::I32,
-                       DType::I8,  DType::U8,  DType::Bool};
+  // The kernel moves words of the element's size, so every dtype takes the same path.
+  const auto dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64,
+                       DType::I32, DType::I8,  DType::U8,  DType::Bool};
   r.add(OpId::DepthToSpace, Device::CPU, dtypes, kernel_factory<SpaceDepthKernel>());
   r.add(OpId::SpaceToDepth, Device::CPU, dtypes, kernel_factory<SpaceDepthKernel>());
 }

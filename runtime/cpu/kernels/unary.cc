@@ -4,6 +4,7 @@
 //   Floor ⌊x⌋  Ceil ⌈x⌉  Round: nearest, halves to even (2.5 → 2, -0.5 → -0)
 //   Sign: -1, 0 or 1 (NaN stays NaN)
 //   IsNaN → bool      IsInf → bool: x = +inf (detect_positive=1), x = -inf (detect_negative=1)
+// F16/BF16 compute in float and round once per element (low_precision.h).
 // GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics that Eigen's
 // packet exp/log use (GCC bug 105593); it must be silenced before the first include.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -144,20 +145,22 @@ void add_isnan(KernelRegistry& r) {
 }  // namespace
 
 void register_unary(KernelRegistry& r) {
-  add_eigen_unary<SqrtOp, float, double>(r, OpId::Sqrt);
-  add_eigen_unary<ExpOp, float, double>(r, OpId::Exp);
-  add_eigen_unary<LogOp, float, double>(r, OpId::Log);
-  add_eigen_unary<SinOp, float, double>(r, OpId::Sin);
-  add_eigen_unary<CosOp, float, double>(r, OpId::Cos);
-  add_unary<NegOp, float, double, int64_t, int32_t, int8_t>(r, OpId::Neg);
-  add_unary<AbsOp, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Abs);
-  add_unary<ReciprocalOp, float, double>(r, OpId::Reciprocal);
-  add_unary<FloorOp, float, double>(r, OpId::Floor);
-  add_unary<CeilOp, float, double>(r, OpId::Ceil);
-  add_unary<RoundOp, float, double>(r, OpId::Round);
-  add_unary<SignOp, float, double, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Sign);
-  add_isnan<float, double>(r);
-  add_isinf<float, double>(r);
+  using H = Eigen::half;
+  using BF = Eigen::bfloat16;
+  add_eigen_unary<SqrtOp, float, double, H, BF>(r, OpId::Sqrt);
+  add_eigen_unary<ExpOp, float, double, H, BF>(r, OpId::Exp);
+  add_eigen_unary<LogOp, float, double, H, BF>(r, OpId::Log);
+  add_eigen_unary<SinOp, float, double, H, BF>(r, OpId::Sin);
+  add_eigen_unary<CosOp, float, double, H, BF>(r, OpId::Cos);
+  add_unary<NegOp, float, double, H, BF, int64_t, int32_t, int8_t>(r, OpId::Neg);
+  add_unary<AbsOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Abs);
+  add_unary<ReciprocalOp, float, double, H, BF>(r, OpId::Reciprocal);
+  add_unary<FloorOp, float, double, H, BF>(r, OpId::Floor);
+  add_unary<CeilOp, float, double, H, BF>(r, OpId::Ceil);
+  add_unary<RoundOp, float, double, H, BF>(r, OpId::Round);
+  add_unary<SignOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Sign);
+  add_isnan<float, double, H, BF>(r);
+  add_isinf<float, double, H, BF>(r);
 }
 
 }  // namespace oat::cpu

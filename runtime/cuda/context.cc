@@ -93,6 +93,10 @@ bool reads_on_host(OpId op, int i) {
       return i == 1;
     case OpId::Slice: return i >= 1;
     case OpId::ReduceGrad: return i >= 1;
+    // loss targets: range-checked on the host, then uploaded by the kernel
+    case OpId::SoftmaxCrossEntropyLoss: case OpId::NegativeLogLikelihoodLoss: return i == 1;
+    case OpId::SoftmaxCrossEntropyLossGrad: return i == 2;
+    case OpId::NegativeLogLikelihoodLossGrad: return i == 1 || i == 2;
     case OpId::ClipGrad: return i >= 2;
     case OpId::AveragePoolGrad: case OpId::GlobalAveragePoolGrad: return i == 1;
     case OpId::Gather: return i == 1;  // checked on the host when it is there, then uploaded

@@ -18,6 +18,7 @@ void register_kernels(KernelRegistry& r) {
   register_grad_reduce(r);
   register_grad_matmul(r);
   register_grad_pool(r);
+  register_loss(r);
 }
 
 }  // namespace oat::cuda

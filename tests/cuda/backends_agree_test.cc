@@ -277,6 +277,25 @@ const std::vector<Case>& cases() {
                  {flt({2, 3, 5, 5}), ints({2, 3, 5, 5})}});
     v.push_back({"GlobalAveragePoolGrad", 1, {}, {flt({2, 3, 1, 1}), ints({2, 3, 5, 4})}});
     v.push_back({"GlobalMaxPoolGrad", 1, {}, {flt({2, 3, 1, 1}), flt({2, 3, 5, 4})}, 1, {DType::F32}});
+    v.push_back({"SoftmaxGrad", 1, {{"axis", attr_i(-1)}}, {flt({4, 33}), In{In::Unit, {4, 33}}}});
+    v.push_back({"LogSoftmaxGrad", 1, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), flt({2, 5, 3})}});
+    v.push_back({"LogSoftmaxGrad", 1, {{"axis", attr_i(1)}, {"coerce_2d", attr_i(1)}},
+                 {flt({2, 3, 4}), flt({2, 3, 4})}});
+    // losses
+    v.push_back({"SoftmaxCrossEntropyLoss", 13, {}, {flt({4, 5}), ints({0, 4, 2, 2})}, 2});
+    v.push_back({"SoftmaxCrossEntropyLoss", 13,
+                 {{"reduction", attr_s("sum")}, {"ignore_index", attr_i(1)}},
+                 {flt({3, 4, 2}), ints({1, 0, 3, 1, 2, 2}, {3, 2}), pos({4})}});
+    v.push_back({"SoftmaxCrossEntropyLoss", 13, {{"reduction", attr_s("none")}},
+                 {flt({4, 5}), ints({0, 4, 2, 2})}});
+    v.push_back({"NegativeLogLikelihoodLoss", 13, {}, {flt({4, 5}), ints({0, 4, 2, 2}), pos({5})}});
+    v.push_back({"SoftmaxCrossEntropyLossGrad", 1, {{"from_scores", attr_i(1)}},
+                 {flt({}), flt({4, 5}), ints({0, 4, 2, 2})}});
+    v.push_back({"SoftmaxCrossEntropyLossGrad", 1,
+                 {{"reduction", attr_s("none")}, {"ignore_index", attr_i(2)}},
+                 {flt({4}), flt({4, 5}), ints({0, 4, 2, 2}), pos({5})}});
+    v.push_back({"NegativeLogLikelihoodLossGrad", 1, {{"reduction", attr_s("sum")}},
+                 {flt({}), ints({4, 5}), ints({0, 4, 2, 2})}});
     // fused mixed-precision ops: FP32 masters, gradients in the case dtype
     v.push_back({"UnscaleAndCheck", 1, {},
                  {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});

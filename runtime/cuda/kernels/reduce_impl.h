@@ -12,6 +12,11 @@ namespace oat::cuda {
 void launch_softmax(ElemType t, bool log, const void* x, void* y, int64_t outer, int64_t len,
                     int64_t inner, cudaStream_t s);
 
+// The gradients, on the same [outer, len, inner] view, from dY and the forward output Y:
+//   Softmax    dX = Y ⊙ (dY − Σ dY ⊙ Y)        LogSoftmax dX = dY − exp(Y) ⊙ Σ dY
+void launch_softmax_grad(ElemType t, bool log, const void* dy, const void* y, void* dx,
+                         int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+
 enum class ReduceOp : int { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
 
 // One output per kept index: Y[o] = reduce over r of X[base(o) + offset(r)], where base(o)

@@ -67,7 +67,70 @@ void launch_kind(ElemType t, const void* x, void* y, int64_t outer, int64_t len,
   });
 }
 
+template <class T, bool Log>
+__global__ void softmax_grad_rows(const T* dy, const T* y, T* dx, int64_t len) {
+  const int64_t base = blockIdx.x * len;
+  float s = 0.f;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+    s += Log ? to_float(dy[base + j]) : to_float(dy[base + j]) * to_float(y[base + j]);
+  s = block_sum(s);
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+    const float g = to_float(dy[base + j]), v = to_float(y[base + j]);
+    dx[base + j] = from_float<T>(Log ? g - expf(v) * s : v * (g - s));
+  }
+}
+
+template <class T, bool Log>
+__global__ void softmax_grad_columns(const T* dy, const T* y, T* dx, int64_t outer, int64_t len,
+                                     int64_t inner) {
+  OAT_GRID_STRIDE_LOOP(c, outer * inner) {
+    const int64_t o = c / inner, i = c - o * inner, base = o * len * inner + i;
+    float s = 0.f;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t k = base + j * inner;
+      s += Log ? to_float(dy[k]) : to_float(dy[k]) * to_float(y[k]);
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t k = base + j * inner;
+      const float g = to_float(dy[k]), v = to_float(y[k]);
+      dx[k] = from_float<T>(Log ? g - expf(v) * s : v * (g - s));
+    }
+  }
+}
+
+template <bool Log>
+void launch_grad_kind(ElemType t, const void* dy, const void* y, void* dx, int64_t outer,
+                      int64_t len, int64_t inner, cudaStream_t s) {
+  dispatch_float(t, "SoftmaxGrad", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pdy = static_cast<const T*>(dy);
+    const T* py = static_cast<const T*>(y);
+    T* pdx = static_cast<T*>(dx);
+    if (inner == 1) {
+      const int threads = len >= 1024 ? 256 : (len >= 128 ? 128 : 32);
+      for (int64_t o = 0; o < outer; o += 65535) {
+        const int64_t rows = outer - o < 65535 ? outer - o : 65535;
+        softmax_grad_rows<T, Log><<<static_cast<unsigned>(rows), threads, 0, s>>>(
+            pdy + o * len, py + o * len, pdx + o * len, len);
+      }
+    } else {
+      softmax_grad_columns<T, Log><<<blocks_for(outer * inner), kThreads, 0, s>>>(pdy, py, pdx,
+                                                                                outer, len, inner);
+    }
+  });
+}
+
 }  // namespace
+
+void launch_softmax_grad(ElemType t, bool log, const void* dy, const void* y, void* dx,
+                         int64_t outer, int64_t len, int64_t inner, cudaStream_t s) {
+  if (outer * len * inner == 0) return;
+  if (log)
+    launch_grad_kind<true>(t, dy, y, dx, outer, len, inner, s);
+  else
+    launch_grad_kind<false>(t, dy, y, dx, outer, len, inner, s);
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_softmax(ElemType t, bool log, const void* x, void* y, int64_t outer, int64_t len,
                     int64_t inner, cudaStream_t s) {

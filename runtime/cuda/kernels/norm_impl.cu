@@ -1,0 +1,129 @@
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/kernels/block_reduce.cuh"
+#include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/norm_impl.h"
+
+namespace oat::cuda {
+
+namespace {
+
+// Two-pass row statistics: μ = Σx/n, σ⁻¹ = 1/√(Σ(x − μ)²/n + ε).
+template <class T>
+__device__ __forceinline__ void row_stats(const T* xr, int64_t n, float eps, float& mu,
+                                          float& inv) {
+  float s = 0.f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += to_float(xr[j]);
+  mu = block_sum(s) / static_cast<float>(n);
+  float q = 0.f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float d = to_float(xr[j]) - mu;
+    q += d * d;
+  }
+  inv = rsqrtf(block_sum(q) / static_cast<float>(n) + eps);
+}
+
+template <class T>
+__global__ void layer_norm_kernel(const T* x, const float* scale, const float* bias, T* y,
+                                  float* mean, float* inv, int64_t n, float eps) {
+  const int64_t row = blockIdx.x;
+  const T* xr = x + row * n;
+  float mu, iv;
+  row_stats(xr, n, eps, mu, iv);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float v = (to_float(xr[j]) - mu) * iv * (scale ? scale[j] : 1.f) + (bias ? bias[j] : 0.f);
+    y[row * n + j] = from_float<T>(v);
+  }
+  if (threadIdx.x == 0) {
+    if (mean) mean[row] = mu;
+    if (inv) inv[row] = iv;
+  }
+}
+
+// dX = σ⁻¹·(g − mean(g) − x̂·mean(g⊙x̂)), g = dY⊙γ.
+template <class T>
+__global__ void layer_norm_dx_kernel(const T* dy, const T* x, const float* scale, float* mean,
+                                     float* inv, bool have_stats, T* dx, int64_t n, float eps) {
+  const int64_t row = blockIdx.x;
+  const T* xr = x + row * n;
+  const T* gr = dy + row * n;
+  float mu, iv;
+  if (have_stats) {
+    mu = mean[row];
+    iv = inv[row];
+  } else {
+    row_stats(xr, n, eps, mu, iv);
+    if (threadIdx.x == 0) {
+      mean[row] = mu;
+      inv[row] = iv;
+    }
+  }
+  if (!dx) return;
+  float sg = 0.f, sgx = 0.f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float g = to_float(gr[j]) * (scale ? scale[j] : 1.f);
+    sg += g;
+    sgx += g * (to_float(xr[j]) - mu) * iv;
+  }
+  const float mean_g = block_sum(sg) / static_cast<float>(n);
+  const float mean_gx = block_sum(sgx) / static_cast<float>(n);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float g = to_float(gr[j]) * (scale ? scale[j] : 1.f);
+    const float xh = (to_float(xr[j]) - mu) * iv;
+    dx[row * n + j] = from_float<T>(iv * (g - mean_g - xh * mean_gx));
+  }
+}
+
+// One thread per column: dScale_j = Σ_rows dY⊙x̂, dBias_j = Σ_rows dY.
+template <class T>
+__global__ void layer_norm_params_kernel(const T* dy, const T* x, const float* mean,
+                                         const float* inv, T* dscale, T* dbias, int64_t rows,
+                                         int64_t n) {
+  OAT_GRID_STRIDE_LOOP(j, n) {
+    float ss = 0.f, sb = 0.f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float g = to_float(dy[r * n + j]);
+      ss += g * (to_float(x[r * n + j]) - mean[r]) * inv[r];
+      sb += g;
+    }
+    if (dscale) dscale[j] = from_float<T>(ss);
+    if (dbias) dbias[j] = from_float<T>(sb);
+  }
+}
+
+int threads_for(int64_t n) { return n >= 1024 ? 256 : (n >= 128 ? 128 : 32); }
+
+}  // namespace
+
+void launch_layer_norm(ElemType t, const void* x, const float* scale, const float* bias, void* y,
+                       float* mean, float* inv, int64_t rows, int64_t n, float eps,
+                       cudaStream_t s) {
+  if (rows == 0 || n == 0) return;
+  if (rows > 0x7fffffff) throw std::runtime_error("LayerNormalization: too many rows");
+  dispatch_float(t, "LayerNormalization", [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_kernel<T><<<static_cast<unsigned>(rows), threads_for(n), 0, s>>>(
+        static_cast<const T*>(x), scale, bias, static_cast<T*>(y), mean, inv, n, eps);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_layer_norm_grad(ElemType t, const void* dy, const void* x, const float* scale,
+                            float* mean, float* inv, bool have_stats, void* dx, void* dscale,
+                            void* dbias, int64_t rows, int64_t n, float eps, cudaStream_t s) {
+  if (rows == 0 || n == 0) return;
+  if (rows > 0x7fffffff) throw std::runtime_error("LayerNormalizationGrad: too many rows");
+  dispatch_float(t, "LayerNormalizationGrad", [&](auto tag) {
+    using T = decltype(tag);
+    if (dx || !have_stats)
+      layer_norm_dx_kernel<T><<<static_cast<unsigned>(rows), threads_for(n), 0, s>>>(
+          static_cast<const T*>(dy), static_cast<const T*>(x), scale, mean, inv, have_stats,
+          static_cast<T*>(dx), n, eps);
+    if (dscale || dbias)
+      layer_norm_params_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const T*>(dy), static_cast<const T*>(x), mean, inv, static_cast<T*>(dscale),
+          static_cast<T*>(dbias), rows, n);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace oat::cuda

@@ -1,6 +1,9 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace oat {
 
@@ -131,6 +134,13 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
 
 Executor::~Executor() = default;
 
+void Executor::set_bytes_filter(std::function<bool(const std::string&)> filter) {
+  counted_.clear();
+  if (!filter) return;
+  counted_.assign(slots_.size(), 0);
+  for (const auto& [name, slot] : slots_) counted_[slot] = filter(name) ? 1 : 0;
+}
+
 int Executor::slot_of(const std::string& name) const {
   auto it = slots_.find(name);
   if (it == slots_.end()) throw Error(cat("no value named '", name, "' in the graph"));
@@ -184,6 +194,18 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
   std::set<int> fetch_slots;
   for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
 
+  // peak_bytes(): computed values held, by storage (outputs may share one, or share a feed's).
+  std::unordered_set<const Storage*> external;
+  for (const Tensor& t : values)
+    if (t.storage()) external.insert(t.storage().get());
+  std::unordered_map<const Storage*, int> live;
+  size_t held = 0;
+  peak_bytes_ = 0;
+  auto counts = [&](int slot) {
+    return slot >= 0 && (counted_.empty() || counted_[slot]) && values[slot].storage() &&
+           !external.count(values[slot].storage().get());
+  };
+
   std::vector<const Tensor*> in;
   for (Step& s : steps_) {
     const Node& node = *s.node;
@@ -225,14 +247,26 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
         throw Error(cat(node.describe(), ": kernel did not produce output ", o, " '",
                         node.outputs[o], "'"));
       values[s.out[o]] = std::move(outs[o]);
+      if (counts(s.out[o]) && live[values[s.out[o]].storage().get()]++ == 0)
+        held += values[s.out[o]].storage()->bytes();
     }
+    peak_bytes_ = std::max(peak_bytes_, held);
     if (observer_) {
       std::vector<Tensor> seen;
       for (int slot : s.out) seen.push_back(slot >= 0 ? to_host(dc, values[slot]) : Tensor());
       observer_(node, seen);
     }
-    for (int slot : s.release)
-      if (!fetch_slots.count(slot)) values[slot] = Tensor();
+    for (int slot : s.release) {
+      if (fetch_slots.count(slot)) continue;
+      if (counts(slot)) {
+        auto it = live.find(values[slot].storage().get());
+        if (it != live.end() && --it->second == 0) {
+          held -= it->first->bytes();
+          live.erase(it);
+        }
+      }
+      values[slot] = Tensor();
+    }
   }
   std::map<std::string, Tensor> r;
   for (const auto& n : fetch) {

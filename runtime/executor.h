@@ -45,6 +45,14 @@ class Executor {
 
   const Graph& graph() const { return graph_; }
 
+  // Memory of the last run: the peak, over the run, of the bytes held by values that its nodes
+  // computed (each storage counted once; storage shared with a feed or an initializer, as
+  // Reshape or Identity outputs share it, is not counted), measured after every node, when its
+  // inputs and outputs are both held. Reset at the start of each run. With a filter, only values
+  // whose name it accepts count (e.g. activations but not the optimizer's outputs).
+  size_t peak_bytes() const { return peak_bytes_; }
+  void set_bytes_filter(std::function<bool(const std::string& value)> filter);
+
   // Checks feeds against the declared graph inputs: every input present, no unknown names, dtype
   // equal, rank equal, fixed dimensions equal except the first (the batch). Throws Error naming
   // the input, the expected and the actual type/shape.
@@ -65,6 +73,8 @@ class Executor {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   NodeObserver observer_;
+  std::vector<char> counted_;  // by slot: whether peak_bytes() counts the value (empty = all)
+  size_t peak_bytes_ = 0;
 };
 
 // Every node whose op this build cannot run on `device`: (node description, reason).

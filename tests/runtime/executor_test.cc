@@ -29,6 +29,8 @@ void add_kernel(KernelContext& ctx) {
     y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
 }
 void throwing_kernel(KernelContext&) { throw std::runtime_error("kernel exploded"); }
+// y = x, sharing x's storage (as Reshape and Identity do).
+void alias_kernel(KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }
 
 const KernelRegistry& test_registry() {
   static const KernelRegistry r = [] {
@@ -36,6 +38,7 @@ const KernelRegistry& test_registry() {
     reg.add(OpId::Neg, Device::CPU, DType::F32, function_kernel(neg_kernel));
     reg.add(OpId::Add, Device::CPU, DType::F32, function_kernel(add_kernel));
     reg.add(OpId::Abs, Device::CPU, DType::F32, function_kernel(throwing_kernel));
+    reg.add(OpId::Identity, Device::CPU, DType::F32, function_kernel(alias_kernel));
     return reg;
   }();
   return r;
@@ -115,6 +118,45 @@ TEST_CASE("an intermediate's storage is released right after its last consumer")
   CHECK_FALSE(storage["y"].expired());
   // The caller's feed is never released by the executor.
   CHECK_FALSE(x_storage.expired());
+}
+
+TEST_CASE("peak_bytes: the most bytes of computed values held at once, each storage once") {
+  // x -> neg1 -> a -> neg2 -> b -> neg3 -> c -> identity (shares c) -> d -> neg4 -> y, plus
+  // e = identity(x), which shares the feed's storage.
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs.push_back(input_info("x", {Dim{-1, "batch"}, Dim{3, ""}}));
+  g.outputs.push_back({"y", DType::F32, std::nullopt});
+  g.outputs.push_back({"e", DType::F32, std::nullopt});
+  g.nodes.push_back(make_node("neg1", OpId::Neg, {"x"}, {"a"}));
+  g.nodes.push_back(make_node("neg2", OpId::Neg, {"a"}, {"b"}));
+  g.nodes.push_back(make_node("neg3", OpId::Neg, {"b"}, {"c"}));
+  g.nodes.push_back(make_node("alias", OpId::Identity, {"c"}, {"d"}));
+  g.nodes.push_back(make_node("neg4", OpId::Neg, {"d"}, {"y"}));
+  g.nodes.push_back(make_node("feed_alias", OpId::Identity, {"x"}, {"e"}));
+  Executor exec(g, test_options());
+  CHECK(exec.peak_bytes() == 0);
+  const size_t one = 2 * 3 * sizeof(float);
+  auto out = exec.run({{"x", iota({2, 3})}});
+  CHECK(out[0].to_float_vector() == std::vector<float>{0, 1, 2, 3, 4, 5});
+  // Never more than a node's input and output: liveness frees each value after its last reader
+  // (5 values computed, 2 held at most); d shares c's storage and e the feed's, so neither adds.
+  CHECK(exec.peak_bytes() == 2 * one);
+  // Reset per run, and follows the batch.
+  exec.run({{"x", iota({4, 3})}});
+  CHECK(exec.peak_bytes() == 4 * one);
+  exec.run({{"x", iota({2, 3})}});
+  CHECK(exec.peak_bytes() == 2 * one);
+  // Fetched intermediates stay held until the end of the run.
+  exec.run({{"x", iota({2, 3})}}, {"a", "b", "y"});
+  CHECK(exec.peak_bytes() == 4 * one);  // a, b, c (= d) and y at neg4
+  // A filter counts only the values it accepts.
+  exec.set_bytes_filter([](const std::string& v) { return v == "y" || v == "a"; });
+  exec.run({{"x", iota({2, 3})}});
+  CHECK(exec.peak_bytes() == one);  // a is freed before y exists
+  exec.set_bytes_filter(nullptr);
+  exec.run({{"x", iota({2, 3})}});
+  CHECK(exec.peak_bytes() == 2 * one);
 }
 
 TEST_CASE("fetching intermediates by name keeps them alive") {

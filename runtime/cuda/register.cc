@@ -12,7 +12,8 @@ void register_kernels(KernelRegistry& r) {
   register_softmax(r);
   register_reduce(r);
   register_conv(r);
-  register_pool_norm(r);
+  register_pool(r);
+  register_batch_norm(r);
   register_optimizer(r);
   register_grad_activation(r);
   register_grad_reduce(r);

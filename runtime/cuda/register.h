@@ -13,7 +13,8 @@ void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose
 void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax
 void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
 void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)
-void register_pool_norm(KernelRegistry& r);    // kernels/pool_norm.cc: pooling, BatchNorm (cuDNN)
+void register_pool(KernelRegistry& r);         // kernels/pool.cc: pooling (cuDNN)
+void register_batch_norm(KernelRegistry& r);   // kernels/batch_norm.cc: BatchNormalization(+Grad)
 void register_optimizer(KernelRegistry& r);    // kernels/optimizer.cc: fused AMP kernels
 // Gradient kernels (internal domain, training graphs).
 void register_grad_activation(KernelRegistry& r);  // kernels/grad_activation.cc: ReluGrad ...

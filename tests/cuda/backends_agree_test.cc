@@ -301,6 +301,14 @@ const std::vector<Case>& cases() {
                  {flt({4}), flt({4, 5}), ints({0, 4, 2, 2}), pos({5})}});
     v.push_back({"NegativeLogLikelihoodLossGrad", 1, {{"reduction", attr_s("sum")}},
                  {flt({}), ints({4, 5}), ints({0, 4, 2, 2})}});
+    v.push_back({"BatchNormalization", 15, {{"training_mode", attr_i(1)}, {"momentum", attr_f(0.8f)}},
+                 {flt({4, 3, 5, 5}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}, 3,
+                 {DType::F32, DType::F16, DType::BF16}, "training"});
+    v.push_back({"BatchNormalizationGrad", 1, {{"training_mode", attr_i(1)}},
+                 {flt({4, 3, 5, 5}), flt({4, 3, 5, 5}), f32({3})}, 3, {DType::F32}, "training"});
+    v.push_back({"BatchNormalizationGrad", 1, {},
+                 {flt({4, 3, 5}), flt({4, 3, 5}), f32({3}), f32({3}), f32({3}, In::Positive)}, 3,
+                 {DType::F32}});
     // fused mixed-precision ops: FP32 masters, gradients in the case dtype
     v.push_back({"UnscaleAndCheck", 1, {},
                  {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});

@@ -1,14 +1,11 @@
-// Pooling and BatchNormalization (inference) through cuDNN.
+// Pooling through cuDNN (BatchNormalization: batch_norm.cc).
 //
 // MaxPool / AveragePool: geometry from the CPU's conv_geometry; cuDNN pads symmetrically, has no
 // dilation and computes floor-mode sizes, so windows needing any of those (and MaxPool's Indices
 // output) are reported as unsupported rather than approximated. AveragePool divides by the
 // window including padding when count_include_pad = 1, by the real elements otherwise.
 // GlobalAveragePool / GlobalMaxPool: one window over all spatial dims.
-//
-// BatchNormalization (inference): Y = scale · (X − mean) / √(var + ε) + B per channel; X in F32,
-// F16 or BF16, scale/B/mean/var in FP32 (cast on the device when they arrive in 16 bits), as
-// cuDNN wants and DESIGN.md prescribes. Training mode (batch statistics) waits for its kernel.
+
 #include <algorithm>
 
 #include "runtime/cuda/kernels/common.h"
@@ -79,42 +76,6 @@ void global_pool(KernelContext& ctx) {
            w.pad, w.stride, w.y_shape);
 }
 
-// A per-channel parameter as FP32 on the device.
-Tensor as_f32(KernelContext& ctx, const Tensor& t, int64_t channels, const char* what) {
-  if (t.numel() != channels)
-    ctx.fail(cat(what, " has shape ", shape_str(t.shape()), ", expected [", channels, "]"));
-  if (t.dtype() == DType::F32) return t;
-  Tensor f(DType::F32, t.shape(), Device::CUDA);
-  launch_cast(elem_type(t.dtype()), ElemType::F32, t.raw_data(), f.raw_data(), t.numel(),
-              stream_of(ctx));
-  return f;
-}
-
-void batch_norm(KernelContext& ctx) {
-  const Node& n = ctx.node();
-  if (n.attr_int("training_mode", 0) != 0 || ctx.output_requested(1) || ctx.output_requested(2))
-    throw Unsupported(cat(n.describe(), ": BatchNormalization in training mode has no CUDA kernel yet"),
-                      "BatchNormalization(training)[cuda]");
-  const Tensor& x = ctx.input(0);
-  if (x.rank() < 2) ctx.fail(cat("X must be (N, C, ...), got ", shape_str(x.shape())));
-  const int64_t c = x.dim(1);
-  const Tensor scale = as_f32(ctx, ctx.input(1), c, "scale");
-  const Tensor bias = as_f32(ctx, ctx.input(2), c, "B");
-  const Tensor mean = as_f32(ctx, ctx.input(3), c, "mean");
-  const Tensor var = as_f32(ctx, ctx.input(4), c, "var");
-  const double eps = n.attr_float("epsilon", 1e-5f);
-  Shape xs = x.shape();
-  if (xs.size() < 4) xs.resize(4, 1);  // (N, C) and (N, C, L) as (N, C, L, 1)
-  TensorDesc xd, pd;
-  xd.set(x.dtype(), xs);
-  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(pd.get(), xd.get(), CUDNN_BATCHNORM_SPATIAL));
-  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-      cuda_context(ctx).cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd.get(), x.raw_data(),
-      xd.get(), y.raw_data(), pd.get(), scale.raw_data(), bias.raw_data(), mean.raw_data(),
-      var.raw_data(), eps));
-}
-
 }  // namespace
 
 PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, const Shape& x) {
@@ -148,12 +109,11 @@ PoolWindow global_window(const Shape& x) {
   return p;
 }
 
-void register_pool_norm(KernelRegistry& r) {
+void register_pool(KernelRegistry& r) {
   add_floats(r, OpId::MaxPool, kernel_factory<PoolKernel>());
   add_floats(r, OpId::AveragePool, kernel_factory<PoolKernel>());
   add_floats(r, OpId::GlobalAveragePool, function_kernel(global_pool<false>));
   add_floats(r, OpId::GlobalMaxPool, function_kernel(global_pool<true>));
-  add_floats(r, OpId::BatchNormalization, function_kernel(batch_norm));
 }
 
 }  // namespace oat::cuda

@@ -1,4 +1,4 @@
-// The cuDNN view of a pooling window (shared by pool_norm.cc and grad_pool.cc).
+// The cuDNN view of a pooling window (shared by pool.cc and grad_pool.cc).
 #pragma once
 
 #include <vector>

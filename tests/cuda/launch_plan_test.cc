@@ -1,0 +1,86 @@
+// Host-side planning of the CUDA kernels that needs no device: how broadcasting operands are
+// indexed (dimension dropping and merging), and which inputs an op reads on the host. Built
+// with the CUDA backend only (these functions live in it); elsewhere the file says so.
+#include <doctest/doctest.h>
+
+#ifdef OAT_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/kernels/common.h"
+
+using namespace oat;
+using oat::cuda::BroadcastIndex;
+using oat::cuda::make_broadcast_index;
+
+namespace {
+
+// Operand k's offset for output element i, as the device kernels compute it.
+int64_t offset(const BroadcastIndex& ix, int k, int64_t i) {
+  if (ix.contiguous) return i;
+  int64_t off = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    off += (i % ix.dims[d]) * ix.strides[k][d];
+    i /= ix.dims[d];
+  }
+  return off;
+}
+
+// The offsets a plain (unmerged) numpy broadcast gives.
+int64_t reference_offset(const Shape& out, const Shape& in, int64_t i) {
+  const int r = static_cast<int>(out.size()), ri = static_cast<int>(in.size());
+  int64_t off = 0, stride = 1;
+  for (int d = r - 1; d >= 0; --d) {
+    const int64_t idx = i % out[d];
+    i /= out[d];
+    const int di = d - (r - ri);
+    if (di < 0) continue;
+    if (in[di] != 1) off += idx * stride;
+    stride *= in[di];
+  }
+  return off;
+}
+
+}  // namespace
+
+TEST_CASE("broadcast indexing merges dimensions and matches numpy offsets") {
+  const std::vector<std::pair<Shape, std::vector<Shape>>> cases = {
+      {{2, 3, 4}, {{2, 3, 4}, {3, 1}}},
+      {{2, 3, 4}, {{2, 3, 4}, {2, 3, 4}}},
+      {{5, 1, 7}, {{1}, {5, 1, 7}}},
+      {{2, 3, 4, 5}, {{3, 1, 1}, {2, 3, 4, 5}, {5}}},
+      {{6, 1, 2, 1, 3}, {{6, 1, 1, 1, 3}, {2, 1, 1}}},
+      {{}, {{}, {}}},
+      {{4, 0, 3}, {{4, 1, 3}, {3}}},
+  };
+  for (const auto& [out, ins] : cases) {
+    CAPTURE(shape_str(out));
+    const BroadcastIndex ix = make_broadcast_index(out, ins);
+    CHECK(ix.rank <= static_cast<int>(out.size()));
+    for (int64_t i = 0; i < numel(out); ++i)
+      for (size_t k = 0; k < ins.size(); ++k) {
+        CAPTURE(k);
+        CHECK(offset(ix, static_cast<int>(k), i) == reference_offset(out, ins[k], i));
+      }
+  }
+  // Same shapes collapse to one contiguous run; a scalar operand does not.
+  CHECK(make_broadcast_index({2, 3, 4}, {{2, 3, 4}, {2, 3, 4}}).contiguous);
+  const BroadcastIndex s = make_broadcast_index({2, 3, 4}, {{2, 3, 4}, {1}});
+  CHECK_FALSE(s.contiguous);
+  CHECK(s.rank == 1);
+  CHECK(s.strides[1][0] == 0);
+}
+
+TEST_CASE("inputs read on the host: shapes, axes, scalars; never data or the skip flag") {
+  using oat::cuda::reads_on_host;
+  CHECK(reads_on_host(OpId::Reshape, 1));
+  CHECK_FALSE(reads_on_host(OpId::Reshape, 0));
+  CHECK(reads_on_host(OpId::Slice, 3));
+  CHECK(reads_on_host(OpId::Clip, 2));
+  CHECK(reads_on_host(OpId::SGDUpdate, 3));        // lr
+  CHECK_FALSE(reads_on_host(OpId::SGDUpdate, 4));  // skip stays on the device
+  CHECK_FALSE(reads_on_host(OpId::UnscaleAndCheck, 0));
+  CHECK_FALSE(reads_on_host(OpId::MatMul, 1));
+  CHECK(reads_on_host(OpId::SoftmaxCrossEntropyLoss, 1));  // targets are range-checked there
+}
+#else
+TEST_CASE("CUDA launch planning") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
+#endif

@@ -216,7 +216,8 @@ int run_convert(const ConvertOptions& o) {
     const convert::AutoSearchResult a = convert::auto_search(g, feeds, ex, ao);
     std::cout << "auto: worst rel " << std::scientific << std::setprecision(3)
               << a.initial_worst_rel << " with the op lists alone, target " << o.rtol
-              << std::defaultfloat << "; " << a.evaluations << " conversions tried\n";
+              << std::defaultfloat << "; " << a.evaluations << " conversions tried, " << a.rejected
+              << " pins undone (no better)\n";
     for (const auto& s : a.steps)
       std::cout << "  " << (s.pruned ? "un-pinned " : "pinned    ") << s.node << " (" << s.op_type
                 << ", gain " << std::scientific << std::setprecision(2) << s.gain

@@ -101,20 +101,33 @@ AutoSearchResult auto_search(const Graph& g, const std::map<std::string, Tensor>
 
   Search search(g, feeds, base);
   AutoSearchResult r;
-  std::set<std::string> pins;
+  std::set<std::string> pins, rejected;
   std::vector<std::pair<std::string, double>> chosen;  // (node, gain when chosen)
   Evaluation e = search.evaluate(pins);
   r.initial_worst_rel = e.worst;
-  while (!(e.worst <= options.rtol) && pins.size() < options.max_pins) {
+  while (!(e.worst <= options.rtol) && pins.size() < options.max_pins &&
+         search.evaluations < options.max_evaluations) {
+    // Clear-list ops move data without changing it: FP32 cannot make them more exact.
     std::string best;
     double best_gain = -kInf;
     for (const auto& [node, gain] : e.gain)
-      if (!pins.count(node) && gain > best_gain) best = node, best_gain = gain;
-    if (best.empty()) break;  // every node is FP32 already
+      if (!pins.count(node) && !rejected.count(node) &&
+          base.paint.lists.list_of(op_of[node]) != OpList::Clear && gain > best_gain)
+        best = node, best_gain = gain;
+    if (best.empty()) break;  // nothing left to try
     pins.insert(best);
-    chosen.emplace_back(best, best_gain);
-    e = search.evaluate(pins);
-    r.steps.push_back({best, op_of[best], best_gain, e.worst, false});
+    Evaluation trial = search.evaluate(pins);
+    // An overflow born in the node is removed by the pin even while another one keeps the
+    // output infinite; any other pin must make the worst output better.
+    if (std::isinf(best_gain) || trial.worst < e.worst) {
+      chosen.emplace_back(best, best_gain);
+      e = std::move(trial);
+      r.steps.push_back({best, op_of[best], best_gain, e.worst, false});
+    } else {
+      pins.erase(best);
+      rejected.insert(best);
+      ++r.rejected;
+    }
   }
   r.met = e.worst <= options.rtol;
   if (r.met && chosen.size() > 1) {

@@ -8,8 +8,12 @@
 //      A node's own contribution is how much it adds to what arrives:
 //        gain(n) = max_out d(out) - max_in d(in)
 //      (an overflow to Inf from finite inputs is an infinite gain). The node with the largest gain
-//      among those still in low precision is pinned to FP32; repeat from 2 until the outputs are
-//      within R, no low-precision node is left to pin, or max_pins is reached.
+//      among those still in low precision (clear-list ops excluded: they move data without
+//      rounding it) is pinned to FP32 and the graph re-converted and re-run. The pin is kept when
+//      it removed an overflow born in the node (infinite gain) or made the worst output better;
+//      otherwise it is undone and the node not tried again (FP16 rounding noise is not monotone:
+//      pinning one node of many can make an output worse). Repeat from 2 until the outputs are
+//      within R, no candidate is left, or max_pins / max_evaluations is reached.
 //   3. Prune: try un-pinning each chosen node (the smallest gain at its pinning first) and keep it
 //      un-pinned when the outputs stay within R, so the set is minimal with respect to removal.
 // Each step costs one conversion and one run of the converted graph on the sample feeds.
@@ -25,7 +29,8 @@ namespace oat::convert {
 
 struct AutoSearchOptions {
   double rtol = 1e-2;
-  size_t max_pins = 64;  // give up (met = false) after pinning this many nodes
+  size_t max_pins = 64;          // give up (met = false) after pinning this many nodes
+  size_t max_evaluations = 200;  // or after this many conversions
 };
 
 struct AutoSearchStep {
@@ -41,7 +46,8 @@ struct AutoSearchResult {
   std::vector<OutputDeviation> deviation;  // of the final conversion
   double initial_worst_rel = 0;            // before any pin
   bool met = false;                        // every output within rtol
-  std::vector<AutoSearchStep> steps;
+  std::vector<AutoSearchStep> steps;       // kept pins and kept un-pins, in order
+  size_t rejected = 0;                     // pins tried and undone (no improvement)
   size_t evaluations = 0;
 };
 

@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/train_vs_torch.py [--bin build/bench/oat_train_step]
         [--models mlp,lenet5] [--batch 64] [--optimizer adam] [--lr 1e-3] [--threads 2]
         [--warmup 20] [--steps 200] [--rounds 3] [--data /usr/share/datasets/fashion-mnist]
-        [--max-ratio R]
+        [--torch-blas DIR] [--max-ratio R]
 
 Runs with Debian's Python (`/usr/bin/python3`, packages python3-torch python3-numpy).
 
@@ -20,7 +20,19 @@ matter for time), torch.set_num_threads(T), and the loop users write:
     opt.step()
     loss.item()                           # the trainer reads every step's loss too
 
-timed the same way (mean over --steps after --warmup). Both sides alternate for --rounds rounds
+timed the same way (mean over --steps after --warmup). Both also report process CPU time per
+step (all threads): on a loaded machine wall time includes waiting for a core and CPU time does
+not (but it counts a spinning OpenMP thread's waiting as work).
+
+Which BLAS PyTorch uses matters: Debian's python3-torch is built with BLAS_INFO=generic and
+calls whatever libblas.so.3 the system's alternatives point to, by default the reference
+(netlib) BLAS of libblas3, which makes its nn.Linear slow (its convolutions go through
+oneDNN). The script prints the libblas it loaded. --torch-blas DIR re-runs the script with DIR
+first on LD_LIBRARY_PATH and OPENBLAS_NUM_THREADS=--threads, e.g. Debian's OpenBLAS unpacked
+without installing it:
+    apt-get download libopenblas0-pthread && dpkg-deb -x libopenblas0-pthread_*.deb /tmp/obl
+    --torch-blas /tmp/obl/usr/lib/x86_64-linux-gnu/openblas-pthread
+(what a user gets after `apt install libopenblas0-pthread`). Both sides alternate for --rounds rounds
 and the best round of each is reported (the least disturbed by other processes). The load
 average is printed, since on a shared machine it decides the noise. --max-ratio R exits 1 when
 ours/torch exceeds R for any model.
@@ -89,7 +101,7 @@ def torch_steps(name, X, Y, a):
         raise SystemExit(f"unknown optimizer {a.optimizer}")
     order = torch.from_numpy(np.random.default_rng(0).permutation(X.shape[0]))
     total = a.warmup + a.steps
-    at, losses = [], []
+    at, cpu_at, losses = [], [], []
     pos = 0
     for _ in range(total):
         if pos + a.batch > X.shape[0]:
@@ -103,9 +115,22 @@ def torch_steps(name, X, Y, a):
         opt.step()
         losses.append(loss.item())
         at.append(time.perf_counter())
+        cpu_at.append(time.process_time())
     ms = [(at[k] - at[k - 1]) * 1e3 for k in range(a.warmup, total)]
     return {"model": name, "ms_per_step": sum(ms) / len(ms), "ms_median": sorted(ms)[len(ms) // 2],
+            "cpu_ms_per_step": (cpu_at[-1] - cpu_at[a.warmup - 1]) * 1e3 / a.steps,
             "first_loss": losses[0], "last_loss": losses[-1]}
+
+
+def loaded_blas():
+    """The libblas/openblas files mapped into this process (PyTorch's BLAS)."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "blas" in os.path.basename(path):
+                libs.add(path)
+    return ", ".join(sorted(libs)) or "none found"
 
 
 def ours_steps(a):
@@ -131,7 +156,13 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--max-ratio", type=float, default=0.0)
+    p.add_argument("--torch-blas", default="")
     a = p.parse_args()
+    if a.torch_blas and os.environ.get("OAT_TORCH_BLAS_SET") != a.torch_blas:
+        env = dict(os.environ, OAT_TORCH_BLAS_SET=a.torch_blas,
+                   OPENBLAS_NUM_THREADS=str(a.threads),
+                   LD_LIBRARY_PATH=a.torch_blas + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
     images = read_idx(find(a.data, "train-images-idx3-ubyte"))
     labels = read_idx(find(a.data, "train-labels-idx1-ubyte"))
@@ -159,6 +190,7 @@ def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {a.steps} steps after "
           f"{a.warmup} warm-up, best of {a.rounds} rounds; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(f"torch BLAS: {loaded_blas()}")
     print("| model | batch | optimizer | threads | ours ms/step | torch ms/step | ours/torch |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     worst = 0.0
@@ -171,7 +203,8 @@ def main():
         print(f"  {n}: loss {best_ours[n]['first_loss']:.3f} -> {best_ours[n]['last_loss']:.3f} "
               f"(ours), {best_torch[n]['first_loss']:.3f} -> {best_torch[n]['last_loss']:.3f} "
               f"(torch); median ms ours {best_ours[n]['ms_median']:.3f}, torch "
-              f"{best_torch[n]['ms_median']:.3f}")
+              f"{best_torch[n]['ms_median']:.3f}; CPU ms/step (all threads) ours "
+              f"{best_ours[n]['cpu_ms_per_step']:.3f}, torch {best_torch[n]['cpu_ms_per_step']:.3f}")
     if a.max_ratio > 0 and worst > a.max_ratio:
         print(f"ours/torch {worst:.2f} exceeds --max-ratio {a.max_ratio}", file=sys.stderr)
         return 1

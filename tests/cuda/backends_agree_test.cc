@@ -314,6 +314,10 @@ const std::vector<Case>& cases() {
                  {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});
     v.push_back({"UnscaleAndCheck", 1, {}, {f32({}, In::Unit), flt({5}), huge({3})}, 3,
                  {DType::F32, DType::F16, DType::BF16}, "overflow in F16"});
+    v.push_back({"GlobalNormClip", 1, {}, {f32({3, 5}), f32({70000}), f32({}, In::Unit)}, 3,
+                 {DType::F32}, "clipped"});
+    v.push_back({"GlobalNormClip", 1, {}, {f32({3, 5}), f32({}, In::Huge)}, 2, {DType::F32},
+                 "not clipped"});
     v.push_back({"SGDUpdate", 1, {{"momentum", attr_f(0.9f)}, {"weight_decay", attr_f(0.01f)}},
                  {f32({40}), f32({40}), f32({40}), f32({}, In::Unit)}, 2, {DType::F32}});
     v.push_back({"SGDUpdate", 1, {{"momentum", attr_f(0.9f)}, {"nesterov", attr_i(1)}},

@@ -11,12 +11,16 @@
 //   decision needs no host synchronisation. The CUDA extension: an optional last output P_low
 //   receives P' rounded to the 'working_type' attribute (TensorProto code 10 = FLOAT16, 16 =
 //   BFLOAT16; default FLOAT16), the working copy FP16 nodes read, written in the same pass.
+// GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm): ‖G‖ = √(Σᵢ Σ Gᵢ²) from per-gradient
+//   FP32 sums of squares, Gᵢ' = Gᵢ·min(1, max_norm/(‖G‖ + 1e-6)), the coefficient computed and
+//   applied on the device (every Gᵢ' is written, also when the coefficient is 1: no host sync).
 // update_loss_scale (amp.h): the dynamic scale update on the device.
 #include <cmath>
 
 #include "runtime/cuda/amp.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -155,6 +159,43 @@ void adam_update(KernelContext& ctx) {
               stream_of(ctx), skip_flag(ctx, 6));
 }
 
+void global_norm_clip(KernelContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  if (n < 1) ctx.fail("needs at least one gradient and max_norm");
+  const Tensor& max_norm = ctx.input(n);
+  if (max_norm.dtype() != DType::F32 || max_norm.numel() != 1)
+    ctx.fail(cat("max_norm must be a float32 scalar, got ", dtype_name(max_norm.dtype()), " ",
+                 shape_str(max_norm.shape())));
+  const cudaStream_t s = stream_of(ctx);
+  Tensor partial(DType::F32, {n}, Device::CUDA);
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i);
+    if (g.dtype() != DType::F32)
+      ctx.fail(cat("gradient ", i, " has dtype ", dtype_name(g.dtype()), "; clipping runs on the "
+                   "FP32 gradients"));
+    ReducePlan p;  // everything reduced into one value
+    p.outputs = 1;
+    p.count = g.numel();
+    p.red_rank = g.numel() > 1 ? 1 : 0;
+    p.red_dims[0] = g.numel();
+    p.red_strides[0] = 1;
+    if (g.numel() == 0) {
+      CUDA_CHECK(cudaMemsetAsync(partial.data<float>() + i, 0, sizeof(float), s));
+      continue;
+    }
+    launch_reduce(ReduceOp::SumSquare, ElemType::F32, g.raw_data(), partial.data<float>() + i, p, s);
+  }
+  Tensor norm(DType::F32, {}, Device::CUDA), coef(DType::F32, {}, Device::CUDA);
+  launch_clip_coef(partial.data<float>(), n, max_norm.data<float>(), norm.data<float>(),
+                   coef.data<float>(), s);
+  for (int i = 0; i < n; ++i) {
+    const Tensor& g = ctx.input(i);
+    Tensor& o = ctx.allocate_output(i, DType::F32, g.shape());
+    launch_scale_by(g.data<float>(), coef.data<float>(), o.data<float>(), g.numel(), s);
+  }
+  if (ctx.output_requested(n)) ctx.set_output(n, norm);
+}
+
 }  // namespace
 
 void update_loss_scale(DeviceContext& dc, Tensor& scale, Tensor& inv_scale, Tensor& clean_steps,
@@ -181,6 +222,7 @@ void register_optimizer(KernelRegistry& r) {
   r.add(OpId::UnscaleAndCheck, Device::CUDA, DType::F32, function_kernel(unscale_and_check));
   r.add(OpId::SGDUpdate, Device::CUDA, DType::F32, function_kernel(sgd_update));
   r.add(OpId::AdamUpdate, Device::CUDA, DType::F32, function_kernel(adam_update));
+  r.add(OpId::GlobalNormClip, Device::CUDA, DType::F32, function_kernel(global_norm_clip));
 }
 
 }  // namespace oat::cuda

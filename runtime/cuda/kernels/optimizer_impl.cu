@@ -105,7 +105,33 @@ __global__ void update_scale_kernel(float* scale, float* inv_scale, int32_t* cle
   *inv_scale = 1.f / s;
 }
 
+__global__ void clip_coef_kernel(const float* partial, int count, const float* max_norm,
+                                 float* norm, float* coef) {
+  float s = 0.f;
+  for (int i = 0; i < count; ++i) s += partial[i];
+  const float nrm = sqrtf(s);
+  *norm = nrm;
+  *coef = fminf(1.f, *max_norm / (nrm + 1e-6f));
+}
+
+__global__ void scale_by_kernel(const float* x, const float* coef, float* y, int64_t n) {
+  const float c = *coef;
+  OAT_GRID_STRIDE_LOOP(i, n) { y[i] = x[i] * c; }
+}
+
 }  // namespace
+
+void launch_clip_coef(const float* partial, int count, const float* max_norm, float* norm,
+                      float* coef, cudaStream_t s) {
+  clip_coef_kernel<<<1, 1, 0, s>>>(partial, count, max_norm, norm, coef);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_scale_by(const float* x, const float* coef, float* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  scale_by_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, coef, y, n);
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_unscale(const UnscaleEntry* table, int entries, int64_t total_blocks,
                     const float* inv_scale, bool* found_inf, cudaStream_t s) {

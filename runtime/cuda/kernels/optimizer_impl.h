@@ -43,6 +43,13 @@ void launch_adam(const float* p, const void* g, int g_type, const float* m, cons
                  float* p_out, float* m_out, float* v_out, void* low, int low_type, int64_t n,
                  AdamParams prm, cudaStream_t s, const bool* skip);
 
+// GlobalNormClip's device half: from per-tensor sums of squares `partial` [count] and the device
+// scalar max_norm: *norm = √Σ partial, *coef = min(1, max_norm / (norm + 1e-6)).
+void launch_clip_coef(const float* partial, int count, const float* max_norm, float* norm,
+                      float* coef, cudaStream_t s);
+// y = x · *coef over n floats.
+void launch_scale_by(const float* x, const float* coef, float* y, int64_t n, cudaStream_t s);
+
 // The dynamic loss scale on the device (torch.amp's _amp_update_scale_): on overflow
 // scale ·= backoff and the clean-step count resets; after `interval` clean steps in a row
 // scale ·= growth; the result is clamped to [min_scale, max_scale]; inv_scale = 1 / scale.

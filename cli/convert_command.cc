@@ -234,10 +234,21 @@ int run_convert(const ConvertOptions& o) {
 
   convert::ConvertedGraph c = convert::convert_for_inference(g, ex);
   if (o.print_plan) std::cout << c.plan.to_string();
+  // Shape and Size read any type and write int64: FP32 in the plan, no float compute.
+  size_t type_agnostic = 0;
+  for (const Node& n : g.nodes) {
+    const convert::NodePrecision* p = c.plan.find(n.name);
+    if (p && p->carries_floats && p->dtype == DType::F32 && n.inputs.size() == 1 &&
+        convert::input_accepts_any_float(n, 0))
+      ++type_agnostic;
+  }
   std::cout << "precision " << o.to << ": " << c.plan.count(ex.paint.low) << " nodes in " << low
-            << ", " << c.plan.count(DType::F32) << " kept in float32; " << c.report.casts_inserted
-            << " casts inserted, " << c.report.casts_removed << " folded; "
-            << c.report.converted_initializers.size() << " initializers stored as " << low << "\n";
+            << ", " << c.plan.count(DType::F32) - type_agnostic << " kept in float32; "
+            << c.report.casts_inserted << " casts inserted, " << c.report.casts_removed
+            << " folded; " << c.report.converted_initializers.size() << " initializers stored as "
+            << low;
+  if (type_agnostic) std::cout << "; " << type_agnostic << " Shape/Size nodes read any type";
+  std::cout << "\n";
   if (c.constants_folded)
     std::cout << c.constants_folded << " Constant nodes stored as initializers\n";
   for (const auto& cl : c.report.clamped) std::cout << "clamped " << cl << "\n";

@@ -112,11 +112,14 @@ bool reads_on_host(OpId op, int i) {
 }
 
 Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>& inputs) const {
+  // The host when every input is already there and is integer (shape arithmetic) or a scalar
+  // (a learning-rate product, Range's bounds): the device would only add copies.
   bool any = false;
   for (const Tensor* t : inputs) {
     if (!t) continue;
     any = true;
-    if (t->device() != Device::CPU || is_floating(t->dtype())) return Device::CUDA;
+    if (t->device() != Device::CPU || (is_floating(t->dtype()) && t->numel() > 1))
+      return Device::CUDA;
   }
   return any || node.op == OpId::Constant || node.op == OpId::ConstantOfShape ? Device::CPU
                                                                               : Device::CUDA;

@@ -138,8 +138,19 @@ std::vector<Tensor> run_on(Device d, const Graph& g, const std::vector<Tensor>& 
   o.device = d;
   Executor ex(g, o);
   std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined()) feeds["in" + std::to_string(i)] = inputs[i];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    Tensor t = inputs[i];
+    // On CUDA, float and bool inputs start on the device, so that every case runs its CUDA
+    // kernel (the executor would keep host scalars and integers on the host); integer inputs
+    // (shapes, axes, targets) stay where a model's constants would be.
+    if (d == Device::CUDA && (is_floating(t.dtype()) || t.dtype() == DType::Bool)) {
+      Tensor dev(t.dtype(), t.shape(), Device::CUDA);
+      cuda::copy_bytes(dev.raw_data(), true, t.raw_data(), false, t.nbytes());
+      t = dev;
+    }
+    feeds["in" + std::to_string(i)] = t;
+  }
   return ex.run(feeds);
 }
 
@@ -165,6 +176,10 @@ const std::vector<Case>& cases() {
     for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
       v.push_back({op, 16, {}, {flt({4, 5}), flt({5})}});
     v.push_back({"Where", 16, {}, {bools({2, 3}), flt({2, 3}), flt({3})}});
+    v.push_back({"Mod", 13, {{"fmod", attr_i(1)}}, {flt({3, 4}), pos({4})}});
+    v.push_back({"IsNaN", 13, {}, {flt({3, 4})}});
+    v.push_back({"IsInf", 10, {}, {huge({3, 4})}});
+    v.push_back({"Not", 1, {}, {bools({3, 4})}, 1, {DType::Bool}});
     // unary and activations
     for (const char* op : {"Exp", "Neg", "Abs", "Floor", "Ceil", "Sign", "Round", "Sin", "Cos",
                            "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",
@@ -224,6 +239,13 @@ const std::vector<Case>& cases() {
     v.push_back({"Split", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), ints({2, 3})}, 2});
     v.push_back({"Gather", 13, {{"axis", attr_i(1)}}, {flt({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
     v.push_back({"Expand", 13, {}, {flt({3, 1}), ints({2, 3, 4})}});
+    v.push_back({"Tile", 13, {}, {flt({2, 3, 2}), ints({2, 1, 3})}});
+    v.push_back({"DepthToSpace", 13, {{"blocksize", attr_i(2)}}, {flt({2, 8, 3, 2})}});
+    v.push_back({"DepthToSpace", 13, {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}},
+                 {flt({2, 8, 3, 2})}});
+    v.push_back({"SpaceToDepth", 13, {{"blocksize", attr_i(2)}}, {flt({2, 3, 4, 6})}});
+    v.push_back({"ArgMax", 13, {{"axis", attr_i(1)}}, {flt({3, 7, 2})}});
+    v.push_back({"ArgMin", 13, {{"axis", attr_i(-1)}, {"keepdims", attr_i(0)}}, {flt({3, 7})}});
     // convolution, pooling, normalisation
     v.push_back({"Conv", 11, {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 8, 8}), flt({4, 3, 3, 3}), flt({4})}});
@@ -258,7 +280,8 @@ const std::vector<Case>& cases() {
     v.push_back({"SumToShape", 1, {}, {flt({5, 6}), ints({6})}});
     v.push_back({"ReduceGrad", 1, {{"axes", attr_ints({1})}, {"mean", attr_i(1)}},
                  {flt({3, 1, 5}), ints({3, 4, 5})}});
-    v.push_back({"ReduceGrad", 1, {{"keepdims", attr_i(0)}}, {flt({}), ints({3, 4})}});
+    v.push_back({"ReduceGrad", 1, {{"keepdims", attr_i(0)}}, {flt({}), ints({3, 4})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "to scalar"});
     v.push_back({"MatMulGrad", 1, {}, {flt({5, 3}), flt({5, 7}), flt({7, 3})}, 2});
     v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({2, 5, 7}), flt({7, 3})}, 2, {DType::F32},
                  "shared weight"});

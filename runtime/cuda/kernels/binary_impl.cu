@@ -18,6 +18,7 @@ __device__ __forceinline__ float apply(float a, float b) {
   if constexpr (Op == BinaryOp::Max) return fmaxf(a, b);
   if constexpr (Op == BinaryOp::Min) return fminf(a, b);
   if constexpr (Op == BinaryOp::PRelu) return a < 0.f ? a * b : a;  // b: the slope
+  if constexpr (Op == BinaryOp::Fmod) return fmodf(a, b);            // sign of the dividend
   return 0.f;
 }
 
@@ -84,7 +85,7 @@ void launch_typed(ElemType t, const void* a, const void* b, void* y, int64_t n,
     using T = decltype(tag);
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
-    if constexpr (Op <= BinaryOp::PRelu) {
+    if constexpr (Op <= BinaryOp::Fmod) {
       arith_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(pa, pb, static_cast<T*>(y), n, ix);
     } else {
       compare_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(pa, pb, static_cast<bool*>(y), n, ix);
@@ -134,6 +135,7 @@ void launch_binary(BinaryOp op, ElemType t, const void* a, const void* b, void* 
     case BinaryOp::Max: launch_typed<BinaryOp::Max>(t, a, b, y, n, ix, s); break;
     case BinaryOp::Min: launch_typed<BinaryOp::Min>(t, a, b, y, n, ix, s); break;
     case BinaryOp::PRelu: launch_typed<BinaryOp::PRelu>(t, a, b, y, n, ix, s); break;
+    case BinaryOp::Fmod: launch_typed<BinaryOp::Fmod>(t, a, b, y, n, ix, s); break;
     case BinaryOp::Equal: launch_typed<BinaryOp::Equal>(t, a, b, y, n, ix, s); break;
     case BinaryOp::Less: launch_typed<BinaryOp::Less>(t, a, b, y, n, ix, s); break;
     case BinaryOp::Greater: launch_typed<BinaryOp::Greater>(t, a, b, y, n, ix, s); break;

@@ -1,6 +1,6 @@
 // CUDA elementwise kernels: binary arithmetic with numpy broadcasting (Add Sub Mul Div Pow, the
-// variadic Sum Max Min, PRelu), comparisons and logic (bool out), Where, unary math and
-// activations, Cast/CastLike. Device code in binary_impl.cu and unary_impl.cu; F32/F16/BF16
+// variadic Sum Max Min, PRelu, Mod with fmod = 1), comparisons and logic (bool out), Where, unary
+// math and activations, IsNaN IsInf Not, Cast/CastLike. Device code in binary_impl.cu and unary_impl.cu; F32/F16/BF16
 // compute in float and round once when stored.
 #include <cmath>
 #include <limits>
@@ -138,6 +138,23 @@ void cast_to(KernelContext& ctx, DType to) {
               stream_of(ctx));
 }
 
+// Mod on floats: ONNX requires fmod = 1 there (C fmod, the result has the dividend's sign).
+void mod(KernelContext& ctx) {
+  if (ctx.node().attr_int("fmod", 0) != 1)
+    ctx.fail("Mod of floating-point inputs needs fmod = 1");
+  binary_into(ctx, BinaryOp::Fmod, ctx.input(0), ctx.input(1), 0);
+}
+
+template <PredicateOp Op>
+void predicate(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, DType::Bool, x.shape());
+  const Node& n = ctx.node();
+  launch_predicate(Op, elem_type(x.dtype()), x.raw_data(), y.data<bool>(), y.numel(),
+                   n.attr_int("detect_positive", 1) != 0, n.attr_int("detect_negative", 1) != 0,
+                   stream_of(ctx));
+}
+
 class CastKernel : public OpKernel {
  public:
   explicit CastKernel(const Node& n) : to_(cast_target(n)) {}
@@ -159,6 +176,10 @@ void register_elementwise(KernelRegistry& r) {
   add_floats(r, OpId::Div, function_kernel(binary<BinaryOp::Div>));
   add_floats(r, OpId::Pow, function_kernel(binary<BinaryOp::Pow>));
   add_floats(r, OpId::PRelu, function_kernel(binary<BinaryOp::PRelu>));
+  add_floats(r, OpId::Mod, function_kernel(mod));
+  add_floats(r, OpId::IsNaN, function_kernel(predicate<PredicateOp::IsNaN>));
+  add_floats(r, OpId::IsInf, function_kernel(predicate<PredicateOp::IsInf>));
+  r.add(OpId::Not, D, DType::Bool, function_kernel(predicate<PredicateOp::Not>));
   add_floats(r, OpId::Sum, function_kernel(variadic<BinaryOp::Add>));
   add_floats(r, OpId::Max, function_kernel(variadic<BinaryOp::Max>));
   add_floats(r, OpId::Min, function_kernel(variadic<BinaryOp::Min>));

@@ -8,7 +8,7 @@
 namespace oat::cuda {
 
 enum class BinaryOp : int {
-  Add, Sub, Mul, Div, Pow, Max, Min, PRelu,       // T, T -> T         (F32 F16 BF16)
+  Add, Sub, Mul, Div, Pow, Max, Min, PRelu, Fmod, // T, T -> T         (F32 F16 BF16)
   Equal, Less, Greater, LessOrEqual, GreaterOrEqual,  // T, T -> bool
   And, Or, Xor                                    // bool, bool -> bool
 };
@@ -31,6 +31,12 @@ enum class UnaryOp : int {
 // Selu alpha, gamma; Elu/Celu/ThresholdedRelu alpha).
 void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, float alpha,
                   float beta, cudaStream_t s);
+
+// Predicates with a bool output: IsNaN(x), IsInf(x) (a: detect +∞, b: detect −∞; T = F32/F16/
+// BF16), Not(x) (T = bool).
+enum class PredicateOp : int { IsNaN, IsInf, Not };
+void launch_predicate(PredicateOp op, ElemType t, const void* x, bool* y, int64_t n, bool a,
+                      bool b, cudaStream_t s);
 
 // ONNX Cast between any two element types (float -> int truncates toward zero, NaN -> 0;
 // -> bool is x != 0; -> F16/BF16 rounds to nearest even).

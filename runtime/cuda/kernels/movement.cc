@@ -1,7 +1,8 @@
 // Data movement on CUDA: Transpose, Expand, Slice (strided reads through the broadcast-copy
 // kernel: out[i] = x[base + Σ idx_d·stride_d]), Concat and Split (row copies with
 // cudaMemcpy2DAsync: each input is a [outer, len·inner] block of the [outer, total·inner] output),
-// Gather (movement_impl.cu). Every dtype: only bytes move.
+// Gather (movement_impl.cu), Tile, DepthToSpace and SpaceToDepth (strided reads). Every dtype:
+// only bytes move.
 #include <algorithm>
 
 #include "runtime/cpu/broadcast.h"
@@ -236,6 +237,58 @@ void gather(KernelContext& ctx) {
     ctx.fail(cat("an index is out of range for axis ", axis, " of ", shape_str(x.shape())));
 }
 
+// Tile(X, repeats): Y viewed as [r0, d0, r1, d1, ...] reads X with stride 0 along each r_k
+// (dimensions repeated once are not split).
+void tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const std::vector<int64_t> reps = host_input(ctx, 1).to_int_vector();
+  if (static_cast<int>(reps.size()) != x.rank())
+    ctx.fail(cat("repeats ", shape_str(reps), " must have one value per dim of ", shape_str(x.shape())));
+  const auto in_strides = cpu::contiguous_strides(x.shape());
+  Shape out, view;
+  std::vector<int64_t> strides;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (reps[d] < 0) ctx.fail(cat("repeats ", shape_str(reps), " has a negative value"));
+    out.push_back(x.shape()[d] * reps[d]);
+    if (reps[d] != 1) {
+      view.push_back(reps[d]);
+      strides.push_back(0);
+    }
+    view.push_back(x.shape()[d]);
+    strides.push_back(in_strides[d]);
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  strided_copy(ctx, x, 0, view, strides, y);
+}
+
+// DepthToSpace (blocksize b; DCR: channels as [b, b, C'], CRD: [C', b, b]) and SpaceToDepth as
+// one strided read each: Y [N, C', H·b, W·b] is [N, C', H, b, W, b] over X's view.
+void depth_to_space(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.node().attr_int("blocksize", 0);
+  if (x.rank() != 4 || b < 1 || x.dim(1) % (b * b) != 0)
+    ctx.fail(cat("needs X [N, C, H, W] with C divisible by blocksize² (", b, "), got ",
+                 shape_str(x.shape())));
+  const int64_t N = x.dim(0), C = x.dim(1) / (b * b), H = x.dim(2), W = x.dim(3), hw = H * W;
+  const bool crd = ctx.node().attr_string("mode", "DCR") == "CRD";
+  // strides of (b1, b2, c') in X's channel dimension
+  const int64_t sb1 = crd ? b * hw : b * C * hw, sb2 = crd ? hw : C * hw, sc = crd ? b * b * hw : hw;
+  Tensor& y = ctx.allocate_output(0, x.dtype(), {N, C, H * b, W * b});
+  strided_copy(ctx, x, 0, {N, C, H, b, W, b}, {x.dim(1) * hw, sc, W, sb1, 1, sb2}, y);
+}
+
+void space_to_depth(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.node().attr_int("blocksize", 0);
+  if (x.rank() != 4 || b < 1 || x.dim(2) % b != 0 || x.dim(3) % b != 0)
+    ctx.fail(cat("needs X [N, C, H, W] with H and W divisible by blocksize (", b, "), got ",
+                 shape_str(x.shape())));
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), {N, C * b * b, H / b, W / b});
+  // Y [N, (b1, b2, C), H', W'] reads X[n, c, h'·b + b1, w'·b + b2].
+  strided_copy(ctx, x, 0, {N, b, b, C, H / b, W / b}, {C * H * W, W, 1, H * W, b * W, b}, y);
+}
+
 }  // namespace
 
 void register_movement(KernelRegistry& r) {
@@ -246,6 +299,9 @@ void register_movement(KernelRegistry& r) {
   r.add(OpId::Concat, D, kAnyDType, function_kernel(concat));
   r.add(OpId::Split, D, kAnyDType, function_kernel(split));
   r.add(OpId::Gather, D, kAnyDType, function_kernel(gather));
+  r.add(OpId::Tile, D, kAnyDType, function_kernel(tile));
+  r.add(OpId::DepthToSpace, D, kAnyDType, function_kernel(depth_to_space));
+  r.add(OpId::SpaceToDepth, D, kAnyDType, function_kernel(space_to_depth));
 }
 
 }  // namespace oat::cuda

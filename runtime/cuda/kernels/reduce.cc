@@ -64,6 +64,28 @@ void reduce(KernelContext& ctx) {
   launch_reduce(Op, elem_type(x.dtype()), x.raw_data(), y.raw_data(), p, stream_of(ctx));
 }
 
+// ArgMax / ArgMin(X), attrs axis (0), keepdims (1), select_last_index (0): int64 indices.
+template <bool Max>
+void arg_reduce(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Node& n = ctx.node();
+  const int r = x.rank();
+  int64_t axis = n.attr_int("axis", 0);
+  if (axis < -r || axis >= r) ctx.fail(cat("axis ", axis, " is out of range for ", shape_str(x.shape())));
+  if (axis < 0) axis += r;
+  const int64_t len = x.shape()[axis];
+  if (len == 0) ctx.fail(cat("cannot take the arg", Max ? "max" : "min", " of an empty axis"));
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int d = static_cast<int>(axis) + 1; d < r; ++d) inner *= x.shape()[d];
+  Shape out = x.shape();
+  if (n.attr_int("keepdims", 1) != 0) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  Tensor& y = ctx.allocate_output(0, DType::I64, out);
+  launch_arg_reduce(elem_type(x.dtype()), Max, n.attr_int("select_last_index", 0) != 0,
+                    x.raw_data(), y.data<int64_t>(), outer, len, inner, stream_of(ctx));
+}
+
 }  // namespace
 
 void register_reduce(KernelRegistry& r) {
@@ -77,6 +99,8 @@ void register_reduce(KernelRegistry& r) {
   add_floats(r, OpId::ReduceL2, function_kernel(reduce<ReduceOp::L2>));
   add_floats(r, OpId::ReduceLogSum, function_kernel(reduce<ReduceOp::LogSum>));
   add_floats(r, OpId::ReduceLogSumExp, function_kernel(reduce<ReduceOp::LogSumExp>));
+  add_floats(r, OpId::ArgMax, function_kernel(arg_reduce<true>));
+  add_floats(r, OpId::ArgMin, function_kernel(arg_reduce<false>));
 }
 
 }  // namespace oat::cuda

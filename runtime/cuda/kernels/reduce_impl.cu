@@ -77,7 +77,38 @@ void launch_op(ElemType t, const void* x, void* y, const ReducePlan& p, cudaStre
   });
 }
 
+template <class T>
+__global__ void arg_reduce_kernel(const T* x, int64_t* y, bool max, bool last, int64_t outer,
+                                  int64_t len, int64_t inner) {
+  OAT_GRID_STRIDE_LOOP(c, outer * inner) {
+    const int64_t o = c / inner, i = c - o * inner;
+    const T* xc = x + o * len * inner + i;
+    int64_t best = 0;
+    float bv = to_float(xc[0]);
+    for (int64_t j = 1; j < len; ++j) {
+      const float v = to_float(xc[j * inner]);
+      const bool better = max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+      if (better) {
+        bv = v;
+        best = j;
+      }
+    }
+    y[c] = best;
+  }
+}
+
 }  // namespace
+
+void launch_arg_reduce(ElemType t, bool max, bool select_last, const void* x, int64_t* y,
+                       int64_t outer, int64_t len, int64_t inner, cudaStream_t s) {
+  if (outer * inner == 0) return;
+  dispatch_float(t, "ArgMax/ArgMin", [&](auto tag) {
+    using T = decltype(tag);
+    arg_reduce_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(
+        static_cast<const T*>(x), y, max, select_last, outer, len, inner);
+  });
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& p,
                    cudaStream_t s) {

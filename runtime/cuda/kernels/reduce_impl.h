@@ -31,4 +31,9 @@ struct ReducePlan {
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
                    cudaStream_t s);
 
+// ArgMax / ArgMin along the middle axis of [outer, len, inner] into int64 [outer, inner]; ties go
+// to the first index, or the last with select_last.
+void launch_arg_reduce(ElemType t, bool max, bool select_last, const void* x, int64_t* y,
+                       int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+
 }  // namespace oat::cuda

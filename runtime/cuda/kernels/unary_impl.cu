@@ -101,7 +101,39 @@ __global__ void cast_kernel(const From* x, To* y, int64_t n) {
   OAT_GRID_STRIDE_LOOP(i, n) { y[i] = convert<To, From>(x[i]); }
 }
 
+template <PredicateOp Op, class T>
+__global__ void predicate_kernel(const T* x, bool* y, int64_t n, bool pos, bool neg) {
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    if constexpr (Op == PredicateOp::Not) {
+      y[i] = !x[i];
+    } else {
+      const float v = to_float(x[i]);
+      y[i] = Op == PredicateOp::IsNaN ? isnan(v) : (isinf(v) && (v > 0.f ? pos : neg));
+    }
+  }
+}
+
 }  // namespace
+
+void launch_predicate(PredicateOp op, ElemType t, const void* x, bool* y, int64_t n, bool a,
+                      bool b, cudaStream_t s) {
+  if (n == 0) return;
+  if (op == PredicateOp::Not) {
+    predicate_kernel<PredicateOp::Not, bool>
+        <<<blocks_for(n), kThreads, 0, s>>>(static_cast<const bool*>(x), y, n, a, b);
+  } else {
+    dispatch_float(t, "IsNaN/IsInf", [&](auto tag) {
+      using T = decltype(tag);
+      if (op == PredicateOp::IsNaN)
+        predicate_kernel<PredicateOp::IsNaN, T>
+            <<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), y, n, a, b);
+      else
+        predicate_kernel<PredicateOp::IsInf, T>
+            <<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), y, n, a, b);
+    });
+  }
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, float a, float b,
                   cudaStream_t s) {

@@ -271,6 +271,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   BackwardOptions bo;
   BackwardResult bw = build_backward(g, tg.loss, candidates, bo);
   tg.seed = bw.seed;
+  tg.origin = bw.origin;
   for (const auto& p : candidates)
     if (bw.grads.count(p)) {
       tg.params.push_back(p);

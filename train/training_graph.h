@@ -71,6 +71,9 @@ struct TrainingGraph {
   std::map<std::string, std::string> updates;  // state name -> value holding its next version
   std::map<std::string, std::string> grads;    // param -> its gradient value
   convert::PrecisionPlan plan;                 // mixed precision only: every node's precision
+  // Gradient node -> the forward node it differentiates (autodiff's BackwardResult::origin;
+  // `check` groups a forward node with its gradient nodes by it).
+  std::map<std::string, std::string> origin;
 };
 
 // Builds the training graph. Throws Error when the model has no float input, the loss does not

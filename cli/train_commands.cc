@@ -80,19 +80,25 @@ LoadedData load_data(const DataOptions& d, bool need_train) {
 void apply_precision(const TrainOptions& o, train::TrainerConfig& cfg) {
   const DType low = o.precision == "fp16" ? DType::F16 : o.precision == "bf16" ? DType::BF16 : DType::F32;
   cfg.graph.precision = low;
-  const bool scaling_flags = o.init_scale != 65536.0 || o.growth_factor != 2.0 ||
-                             o.backoff_factor != 0.5 || o.growth_interval != 2000 ||
-                             o.hysteresis != 1 || o.min_scale != 0.0 || o.max_scale != 0.0;
+  std::string scaling_flags;  // dynamic-scaling options given with values other than the defaults
+  for (const auto& [flag, set] : {std::pair{"--init-scale", o.init_scale != 65536.0},
+                                  {"--growth-factor", o.growth_factor != 2.0},
+                                  {"--backoff-factor", o.backoff_factor != 0.5},
+                                  {"--growth-interval", o.growth_interval != 2000},
+                                  {"--hysteresis", o.hysteresis != 1},
+                                  {"--min-scale", o.min_scale != 0.0},
+                                  {"--max-scale", o.max_scale != 0.0}})
+    if (set) scaling_flags += std::string(scaling_flags.empty() ? "" : ", ") + flag;
   if (low == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() || !o.fp16_nodes.empty()))
     throw Error("--op-lists, --fp32-nodes and --fp16-nodes need --precision fp16 or bf16");
   train::LossScalerConfig& s = cfg.loss_scale;
   train::parse_loss_scale(o.loss_scale.empty() ? (low == DType::F16 ? "dynamic" : "none")
                                                : o.loss_scale,
                           s);
-  if (scaling_flags && s.mode != train::LossScaleMode::Dynamic)
-    throw Error(cat("--init-scale, --growth-factor, --backoff-factor, --growth-interval, "
-                    "--min-scale, --max-scale and --hysteresis need dynamic loss scaling (this run "
-                    "uses --loss-scale ", train::loss_scale_mode_name(s.mode), ")"));
+  if (!scaling_flags.empty() && s.mode != train::LossScaleMode::Dynamic)
+    throw Error(cat(scaling_flags, ": need dynamic loss scaling (this run uses --loss-scale ",
+                    s.mode == train::LossScaleMode::Static ? cat(s.init_scale) : "none",
+                    "; --loss-scale dynamic turns it on)"));
   if (s.mode == train::LossScaleMode::Dynamic) {
     s.init_scale = o.init_scale;
     s.growth_factor = o.growth_factor;

@@ -31,16 +31,20 @@ ConvertCommand::ConvertCommand(CLI::App& app) {
       ->check(CLI::IsMember({"fp16", "bf16"}));
   c->add_flag("--keep-io-types", o_.keep_io_types,
               "Graph inputs and outputs stay float32 (Casts at the boundary)");
+  // One value per occurrence (repeatable), so `--block-ops Gemm MODEL` leaves MODEL positional.
   c->add_option("--block-ops", o_.block_ops, "Op types kept in float32 (comma-separated)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   c->add_option("--block-nodes", o_.block_nodes, "Node names kept in float32 (comma-separated)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   c->add_option("--op-lists", o_.op_lists,
                 "JSON file moving ops between lists: {\"allow\": {\"add\": [...], \"remove\": "
                 "[...]}, \"deny\": ..., \"infer\": ..., \"clear\": ...}");
   c->add_option("--calib", o_.calib,
                 "Sample input as [NAME=]FILE (.npy or .pb), repeatable; default: random "
-                "N(0,1) inputs");
+                "N(0,1) inputs")
+      ->allow_extra_args(false);
   c->add_option("--batch", o_.batch, "Size of dynamic dimensions in random sample inputs")
       ->check(CLI::PositiveNumber);
   c->add_option("--seed", o_.seed, "Seed of the random sample inputs");

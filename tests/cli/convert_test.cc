@@ -262,6 +262,18 @@ TEST_SUITE("convert") {
     check_in_ort(t.dir, t.model, out);
   }
 
+  TEST_CASE("list options take one value per occurrence: the model may follow them") {
+    LeNet t;
+    const std::string out = t.dir / "lenet_order.onnx";
+    CliResult r = run_cli({"convert", "--block-ops", "Gemm", "--block-ops", "Conv", "--block-nodes",
+                           "relu1", t.model, "-o", out},
+                          t.dir);
+    CAPTURE(r.out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(has(r.out, "0 nodes in float16, 12 kept in float32"));
+  }
+
   TEST_CASE("weights beyond FP16's range are clamped to ±65504 and each is reported") {
     TempDir dir;
     ModelBuilder mb(13);

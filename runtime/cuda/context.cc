@@ -92,7 +92,9 @@ bool reads_on_host(OpId op, int i) {
     case OpId::ReduceLogSum: case OpId::ReduceLogSumExp:
       return i == 1;
     case OpId::Slice: return i >= 1;
-    case OpId::ReduceGrad: return i >= 1;
+    case OpId::ReduceGrad: case OpId::SliceGrad: case OpId::ConcatGrad: return i >= 1;
+    case OpId::TileGrad: return i == 1;
+    case OpId::DropoutGrad: return i >= 2;
     // loss targets: range-checked on the host, then uploaded by the kernel
     case OpId::SoftmaxCrossEntropyLoss: case OpId::NegativeLogLikelihoodLoss: return i == 1;
     case OpId::SoftmaxCrossEntropyLossGrad: return i == 2;

@@ -19,6 +19,7 @@ void register_kernels(KernelRegistry& r) {
   register_grad_reduce(r);
   register_grad_matmul(r);
   register_grad_pool(r);
+  register_grad_movement(r);
   register_loss(r);
   register_layer_norm(r);
 }

@@ -21,6 +21,7 @@ void register_grad_activation(KernelRegistry& r);  // kernels/grad_activation.cc
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad
 void register_grad_matmul(KernelRegistry& r);      // kernels/grad_matmul.cc: MatMulGrad GemmGrad
 void register_grad_pool(KernelRegistry& r);        // kernels/grad_pool.cc: pooling gradients
+void register_grad_movement(KernelRegistry& r);    // kernels/grad_movement.cc: Slice/Concat/Tile/Dropout
 void register_layer_norm(KernelRegistry& r);  // kernels/layer_norm.cc: LayerNormalization(+Grad)
 void register_loss(KernelRegistry& r);  // kernels/loss.cc: NLL, SoftmaxCrossEntropy and grads
 

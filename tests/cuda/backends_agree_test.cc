@@ -293,6 +293,14 @@ const std::vector<Case>& cases() {
                  {flt({5, 3}), flt({5, 7}), flt({7, 3}), flt({3})}, 3});
     v.push_back({"GemmGrad", 1, {{"transA", attr_i(1)}, {"transB", attr_i(1)}},
                  {flt({5, 3}), flt({7, 5}), flt({3, 7}), flt({5, 3})}, 3, {DType::F32}, "transposed"});
+    v.push_back({"SliceGrad", 1, {}, {flt({2, 3}), ints({4, 6}), ints({1, -5}), ints({3, 100}),
+                                      ints({0, 1}), ints({1, 2})}});
+    v.push_back({"SliceGrad", 1, {}, {flt({4, 3}), ints({4, 6}), ints({-1}), ints({-100}),
+                                      ints({1}), ints({-2})}});
+    v.push_back({"ConcatGrad", 1, {{"axis", attr_i(1)}},
+                 {flt({2, 6, 2}), ints({2, 3, 2}), ints({2, 1, 2}), ints({2, 2, 2})}, 3});
+    v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
+    v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
     v.push_back({"AveragePoolGrad", 1,

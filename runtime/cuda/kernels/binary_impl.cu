@@ -78,6 +78,20 @@ __global__ void copy_kernel(const T* x, T* out, int64_t n, BroadcastIndex ix) {
   }
 }
 
+template <class T>
+__global__ void scatter_kernel(const T* x, T* out, int64_t n, BroadcastIndex ix) {
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[1];
+    broadcast_offsets<1>(ix, i, off);
+    out[off[0]] = x[i];
+  }
+}
+
+template <class T>
+__global__ void masked_scale_kernel(const T* dy, const bool* mask, T* dx, int64_t n, float scale) {
+  OAT_GRID_STRIDE_LOOP(i, n) { dx[i] = from_float<T>(mask[i] ? to_float(dy[i]) * scale : 0.f); }
+}
+
 template <BinaryOp Op>
 void launch_typed(ElemType t, const void* a, const void* b, void* y, int64_t n,
                   const BroadcastIndex& ix, cudaStream_t s) {
@@ -169,6 +183,28 @@ void launch_broadcast_copy(int bytes, const void* x, void* out, int64_t n,
     using T = decltype(tag);
     copy_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
                                                       static_cast<T*>(out), n, ix);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_strided_scatter(int bytes, const void* x, void* out, int64_t n,
+                            const BroadcastIndex& ix, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_bytes(bytes, [&](auto tag) {
+    using T = decltype(tag);
+    scatter_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
+                                                         static_cast<T*>(out), n, ix);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_masked_scale(ElemType t, const void* dy, const bool* mask, void* dx, int64_t n,
+                         float scale, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "DropoutGrad", [&](auto tag) {
+    using T = decltype(tag);
+    masked_scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+        static_cast<const T*>(dy), mask, static_cast<T*>(dx), n, scale);
   });
   CUDA_CHECK_LAUNCH();
 }

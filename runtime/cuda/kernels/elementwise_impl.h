@@ -21,6 +21,14 @@ void launch_where(ElemType t, const bool* cond, const void* x, const void* y, vo
 void launch_broadcast_copy(int elem_bytes, const void* x, void* out, int64_t n,
                            const BroadcastIndex& ix, cudaStream_t s);
 
+// out[offset(i)] = x[i]: the inverse of a broadcast copy for a one-to-one view (SliceGrad writes
+// dY into the sliced positions of a zeroed dX).
+void launch_strided_scatter(int elem_bytes, const void* x, void* out, int64_t n,
+                            const BroadcastIndex& ix, cudaStream_t s);
+// dx = dy ⊙ mask · scale (DropoutGrad), T = F32/F16/BF16.
+void launch_masked_scale(ElemType t, const void* dy, const bool* mask, void* dx, int64_t n,
+                         float scale, cudaStream_t s);
+
 enum class UnaryOp : int {
   Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sign, Round, Sin, Cos,
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, GeluTanh, Elu, Selu,

@@ -9,16 +9,17 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/movement_impl.h"
+#include "runtime/cuda/kernels/slice_view.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
-
-namespace {
 
 int norm_axis(const KernelContext& ctx, int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) ctx.fail(cat("axis ", axis, " is out of range for rank ", rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
+
+namespace {
 
 // out[i] = x[base + Σ idx_d·strides_d] over `out` (strides in elements, may be 0 or negative).
 void strided_copy(KernelContext& ctx, const Tensor& x, int64_t base, const Shape& out,
@@ -72,9 +73,48 @@ void expand(KernelContext& ctx) {
                         y.numel(), make_broadcast_index(out, {x.shape()}), stream_of(ctx));
 }
 
-// Slice(data, starts, ends, axes?, steps?) (attributes before opset 10). Per axis, negative
-// starts/ends count from the end; step > 0 clamps both to [0, dim], step < 0 to [-1, dim-1];
-// the count is max(0, ⌈(end − start) / step⌉).
+}  // namespace
+
+// Slice geometry: per axis, negative starts/ends count from the end; step > 0 clamps both to
+// [0, dim], step < 0 to [-1, dim-1]; the count is max(0, ⌈(end − start) / step⌉).
+SliceView slice_view(const KernelContext& ctx, const Shape& x, std::vector<int64_t> starts,
+                     std::vector<int64_t> ends, std::vector<int64_t> axes,
+                     std::vector<int64_t> steps) {
+  const int r = static_cast<int>(x.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps must have the same length");
+  const auto in_strides = cpu::contiguous_strides(x);
+  SliceView v;
+  v.shape = x;
+  v.strides = in_strides;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int a = norm_axis(ctx, axes[i], r);
+    const int64_t dim = x[a], step = steps[i];
+    if (step == 0) ctx.fail("slice step must not be 0");
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step)
+                                   : std::max<int64_t>(0, (s - e - step - 1) / -step);
+    v.shape[a] = count;
+    v.strides[a] = in_strides[a] * step;
+    if (count > 0) v.base += s * in_strides[a];
+  }
+  return v;
+}
+
+namespace {
+
+// Slice(data, starts, ends, axes?, steps?) (attributes before opset 10), a strided read.
 void slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Node& n = ctx.node();
@@ -89,37 +129,9 @@ void slice(KernelContext& ctx) {
     if (ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
     if (ctx.has_input(4)) steps = host_input(ctx, 4).to_int_vector();
   }
-  const int r = x.rank();
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    ctx.fail("starts, ends, axes and steps must have the same length");
-  const auto in_strides = cpu::contiguous_strides(x.shape());
-  Shape out = x.shape();
-  std::vector<int64_t> strides = in_strides;
-  int64_t base = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const int a = norm_axis(ctx, axes[i], r);
-    const int64_t dim = x.shape()[a], step = steps[i];
-    if (step == 0) ctx.fail("slice step must not be 0");
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-    } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-    }
-    const int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step)
-                                   : std::max<int64_t>(0, (s - e - step - 1) / -step);
-    out[a] = count;
-    strides[a] = in_strides[a] * step;
-    if (count > 0) base += s * in_strides[a];
-  }
-  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
-  strided_copy(ctx, x, base, out, strides, y);
+  const SliceView v = slice_view(ctx, x.shape(), starts, ends, axes, steps);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), v.shape);
+  strided_copy(ctx, x, v.base, v.shape, v.strides, y);
 }
 
 // [outer, len·inner] blocks of a [outer, total·inner] array, in bytes.

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "cli/check_command.h"
 #include "cli/commands.h"
 #include "cli/convert_command.h"
 #include "cli/train_commands.h"
@@ -32,7 +33,7 @@ int run_main(int argc, char** argv) {
   // `train` is the default subcommand: `onnx-amp-train model.onnx ...` means
   // `onnx-amp-train train model.onnx ...`.
   static const std::set<std::string> kSubcommands = {"train", "infer", "inspect",
-                                                     "eval",  "zoo",   "convert"};
+                                                     "eval",  "zoo",   "convert", "check"};
   std::vector<char*> args(argv, argv + argc);
   static char kTrain[] = "train";
   if (argc > 1 && argv[1][0] != '-' && !kSubcommands.count(argv[1]))
@@ -90,6 +91,7 @@ int run_main(int argc, char** argv) {
 
   TrainCommands train_commands(app);
   ConvertCommand convert_command(app);
+  CheckCommand check_command(app);
 
   try {
     app.parse(argc, argv);
@@ -103,6 +105,7 @@ int run_main(int argc, char** argv) {
     if (*infer_cmd) return run_infer(infer);
     if (*inspect_cmd) return run_inspect(inspect);
     if (convert_command.selected()) return convert_command.run();
+    if (check_command.selected()) return check_command.run();
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
     return 1;

@@ -1,0 +1,189 @@
+#include "cli/check_command.h"
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "onnx_loader/model.h"
+#include "onnx_loader/tensor_io.h"
+#include "runtime/cuda/device.h"
+#include "runtime/threads.h"
+#include "train/check.h"
+#include "train/data/batches.h"
+#include "train/data/idx.h"
+#include "train/trainer.h"
+
+namespace oat::cli {
+
+namespace fs = std::filesystem;
+
+CheckCommand::CheckCommand(CLI::App& app) {
+  cmd_ = app.add_subcommand(
+      "check",
+      "Run one batch through the mixed-precision path (CUDA, or the CPU F16/BF16 kernels when no "
+      "device answers) and the CPU FP32 reference; per node, output and gradient errors against "
+      "a tolerance set by its precision; exit 1 when a node is out of tolerance");
+  cmd_->add_option("model", o_.model, "ONNX model file")->required();
+  cmd_->add_option("--precision", o_.precision, "fp16 | bf16 | fp32 (the checked path's)")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  cmd_->add_option("--batch", o_.batch, "Batch size (dynamic dimensions of random inputs)")
+      ->check(CLI::PositiveNumber);
+  cmd_->add_option("--device", o_.device,
+                   "auto (cuda when a device answers, else the CPU mixed path) | cpu | cuda "
+                   "(fails without a device)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd_->add_option("--data", o_.data,
+                   "random (N(0,1) inputs, uniform labels, by --seed), an IDX folder or "
+                   "fashion-mnist (its first training batch)");
+  cmd_->add_option("--normalize", o_.normalize, "MEAN,STD as for train (IDX data)")
+      ->delimiter(',')
+      ->expected(2);
+  cmd_->add_option("--seed", o_.seed, "Seed of the random batch");
+  cmd_->add_option("--loss", o_.loss, "cross-entropy | mse | l1 | bce-with-logits | model")
+      ->check(CLI::IsMember({"cross-entropy", "mse", "l1", "bce-with-logits", "model"}));
+  cmd_->add_option("--loss-scale", o_.loss_scale,
+                   "Backward seed of both paths (default: 65536 for fp16, halved while the "
+                   "gradients overflow; 1 otherwise)")
+      ->check(CLI::PositiveNumber);
+  cmd_->add_option("--rtol-fp32", o_.rtol_fp32,
+                   "Tolerance of FP32 nodes (local rel; default 1e-4, 1e-3 on CUDA)");
+  cmd_->add_option("--rtol-fp16", o_.rtol_fp16, "Tolerance of FP16 nodes (default 1e-2)");
+  cmd_->add_option("--rtol-bf16", o_.rtol_bf16, "Tolerance of BF16 nodes (default 8e-2)");
+  cmd_->add_option("--op-lists", o_.op_lists,
+                   "JSON file moving ops between the allow/deny/infer/clear lists");
+  cmd_->add_option("--fp32-nodes", o_.fp32_nodes, "Forward nodes kept in FP32")->delimiter(',');
+  cmd_->add_option("--fp16-nodes", o_.fp16_nodes, "Forward nodes run in the low precision")
+      ->delimiter(',');
+  cmd_->add_option("--json", o_.json, "Also write the report as JSON to this file");
+  cmd_->add_option("--threads", o_.threads, "CPU threads (0: all cores)");
+  cmd_->add_option("--inject-error", o_.inject_error,
+                   "Test hook: multiply the checked path's outputs of this node by 1.25")
+      ->group("");
+}
+
+int CheckCommand::run() const { return run_check(o_); }
+
+namespace {
+
+// Every float output of the node, multiplied by 1.25 in place (the executor's own values).
+void scale_in_place(Tensor& t, float factor) {
+  if (!is_floating(t.dtype()) || t.device() != Device::CPU || !t.raw_data()) return;
+  Tensor f = cast_tensor(t, DType::F32);
+  float* p = f.data<float>();
+  for (int64_t i = 0; i < f.numel(); ++i) p[i] *= factor;
+  Tensor back = cast_tensor(f, t.dtype());
+  std::memcpy(t.raw_data(), back.raw_data(), t.nbytes());
+}
+
+// The batch: the first --batch samples of --data, or random N(0,1) inputs and uniform labels.
+void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossKind loss,
+                      Tensor& input, Tensor& target) {
+  train::BatchLayout layout = train::layout_for(g, loss);
+  if (!o.normalize.empty()) {
+    if (!(o.normalize[1] > 0.0f))
+      throw Error(cat("--normalize ", o.normalize[0], ",", o.normalize[1], ": STD must be positive"));
+    layout.input_mean = o.normalize[0];
+    layout.input_std = o.normalize[1];
+  }
+  if (o.data != "random") {
+    std::string dir = train::named_dataset_dir(o.data);
+    if (dir.empty()) dir = o.data;
+    if (!fs::is_directory(dir))
+      throw Error(cat("--data ", o.data, ": not 'random', a folder or a known dataset name "
+                      "(fashion-mnist)"));
+    train::IdxFolder f = train::load_idx_folder(dir);
+    train::Dataset d{f.train.images, f.train.labels};
+    train::check_dataset(d, layout, cat("--data ", o.data));
+    const int64_t n = std::min<int64_t>(o.batch, d.size());
+    std::vector<int64_t> idx(n);
+    for (int64_t i = 0; i < n; ++i) idx[i] = i;
+    train::Batch b = train::make_batch(d, layout, idx, 0, n);
+    input = b.inputs;
+    target = b.targets;
+    return;
+  }
+  std::mt19937_64 rng(o.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Shape xs = {o.batch};
+  xs.insert(xs.end(), layout.sample_shape.begin(), layout.sample_shape.end());
+  input = Tensor(DType::F32, xs);
+  for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = normal(rng);
+  if (loss == train::LossKind::Model) return;
+  if (loss == train::LossKind::CrossEntropy) {
+    if (layout.num_classes <= 0)
+      throw Error("cross-entropy needs a fixed class count in the model's output shape [N, C]; "
+                  "give --data, or --loss mse/l1");
+    std::uniform_int_distribution<int64_t> label(0, layout.num_classes - 1);
+    target = Tensor(DType::I64, {o.batch});
+    for (int64_t i = 0; i < o.batch; ++i) target.data<int64_t>()[i] = label(rng);
+    return;
+  }
+  Shape ts = {o.batch};
+  ts.insert(ts.end(), layout.target_shape.begin(), layout.target_shape.end());
+  target = Tensor(DType::F32, ts);
+  for (int64_t i = 0; i < target.numel(); ++i)
+    target.data<float>()[i] = loss == train::LossKind::BCEWithLogits ? (normal(rng) > 0 ? 1.0f : 0.0f)
+                                                                     : normal(rng);
+}
+
+}  // namespace
+
+int run_check(const CheckCommandOptions& o) {
+  set_num_threads(o.threads);
+  train::CheckOptions c;
+  c.precision = o.precision == "fp16" ? DType::F16 : o.precision == "bf16" ? DType::BF16 : DType::F32;
+  std::string why_cpu;
+  if (o.device == "cuda") {
+    cuda::require_device();
+    c.device = Device::CUDA;
+  } else if (o.device == "cpu") {
+    why_cpu = "--device cpu";
+  } else if (cuda::device_count() > 0) {
+    c.device = Device::CUDA;
+  } else {
+    why_cpu = cat("no CUDA device: ", cuda::describe_device(0));
+  }
+  c.loss = train::parse_loss(o.loss);
+  c.loss_scale = o.loss_scale;
+  if (o.rtol_fp32 >= 0) c.tol.fp32 = c.tol.fp32_cuda = o.rtol_fp32;
+  if (o.rtol_fp16 >= 0) c.tol.fp16 = o.rtol_fp16;
+  if (o.rtol_bf16 >= 0) c.tol.bf16 = o.rtol_bf16;
+  if (c.precision == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() || !o.fp16_nodes.empty()))
+    throw Error("--op-lists, --fp32-nodes and --fp16-nodes need --precision fp16 or bf16");
+  c.op_lists = o.op_lists;
+  c.fp32_nodes = o.fp32_nodes;
+  c.low_nodes = o.fp16_nodes;
+  if (!o.json.empty() && fs::is_directory(o.json))
+    throw Error(cat("--json ", o.json, ": is a folder"));
+
+  onnx_loader::Model model = onnx_loader::load_model(o.model);
+  auto fired = std::make_shared<bool>(false);
+  if (!o.inject_error.empty()) {
+    const std::string target = o.inject_error;
+    c.perturb = [target, fired](const Node& n, std::vector<Tensor>& outs) {
+      if (n.name != target) return;
+      *fired = true;
+      for (Tensor& t : outs) scale_in_place(t, 1.25f);
+    };
+  }
+  Tensor input, target;
+  make_check_batch(o, model.graph, c.loss, input, target);
+
+  std::cout << "check " << train::check_mode_line(c, why_cpu) << "\n";
+  std::cout << "model " << o.model << ", batch " << input.dim(0) << " ("
+            << (o.data == "random" ? cat("random, seed ", o.seed) : cat("first batch of ", o.data))
+            << "), input " << shape_str(input.shape()) << "\n"
+            << std::flush;
+  train::CheckReport r = train::run_check(model.graph, input, target, c);
+  r.mode = train::check_mode_line(c, why_cpu);
+  if (!o.inject_error.empty() && !*fired)
+    throw Error(cat("--inject-error: no node named '", o.inject_error,
+                    "' ran in the training graph"));
+  std::cout << train::check_table(r) << std::flush;
+  if (!o.json.empty()) onnx_loader::write_file_atomic(o.json, train::check_json(r));
+  return r.ok() ? 0 : 1;
+}
+
+}  // namespace oat::cli

@@ -1,0 +1,48 @@
+// `onnx-amp-train check MODEL`: one batch through the mixed-precision path (CUDA when a device
+// answers, else the CPU's F16/BF16 kernels) and through the CPU FP32 reference; per node, the
+// error of outputs and gradients against a tolerance set by the node's precision (train/check.h
+// defines the measures). Prints which paths it compares on its first line, then the table and a
+// summary; --json FILE writes the same as JSON. Exit status 0 when every node is within
+// tolerance, 1 when one is not (named on stdout) or on bad input (one `error:` line).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace oat::cli {
+
+struct CheckCommandOptions {
+  std::string model;
+  std::string precision = "fp16";  // fp16 | bf16 | fp32
+  int64_t batch = 4;
+  std::string device = "auto";     // auto (cuda when a device answers) | cpu | cuda
+  std::string data = "random";     // random | IDX folder | fashion-mnist: its first training batch
+  std::vector<float> normalize;    // MEAN,STD as train's --normalize
+  uint64_t seed = 0;
+  std::string loss = "cross-entropy";
+  double loss_scale = 0.0;  // 0: dynamic start (65536 for fp16, halved on overflow), 1 otherwise
+  double rtol_fp32 = -1, rtol_fp16 = -1, rtol_bf16 = -1;  // < 0: the defaults of train/check.h
+  std::string op_lists;
+  std::vector<std::string> fp32_nodes, fp16_nodes;
+  std::string json;
+  int threads = 0;
+  // Test hook: every float output of this node on the checked path is multiplied by 1.25
+  // (a deliberately broken kernel). Hidden from --help.
+  std::string inject_error;
+};
+
+class CheckCommand {
+ public:
+  explicit CheckCommand(CLI::App& app);
+  bool selected() const { return cmd_ && cmd_->parsed(); }
+  int run() const;
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  CheckCommandOptions o_;
+};
+
+int run_check(const CheckCommandOptions& o);
+
+}  // namespace oat::cli

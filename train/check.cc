@@ -1,0 +1,350 @@
+#include "train/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "runtime/cuda/device.h"
+
+namespace oat::train {
+
+namespace {
+
+// max|a − r| and max|r| over two tensors of one shape, in FP32 (see check.h for the rules on
+// non-finite values).
+struct Diff {
+  double abs = 0.0, max_ref = 0.0;
+  double rel() const { return max_ref > 0.0 ? abs / max_ref : abs; }
+};
+
+Diff diff(const Tensor& a, const Tensor& r) {
+  Diff d;
+  if (a.shape() != r.shape()) {
+    d.abs = INFINITY;
+    return d;
+  }
+  const Tensor af = cast_tensor(a, DType::F32), rf = cast_tensor(r, DType::F32);
+  const float* x = af.data<float>();
+  const float* y = rf.data<float>();
+  for (int64_t i = 0; i < af.numel(); ++i) {
+    if (std::isfinite(y[i])) d.max_ref = std::max(d.max_ref, std::fabs(static_cast<double>(y[i])));
+    if (x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))) continue;
+    const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
+    d.abs = std::max(d.abs, std::isfinite(e) ? e : INFINITY);
+  }
+  return d;
+}
+
+// One run of a training graph: every node output, observed as it is computed.
+struct PathRun {
+  std::map<std::string, Tensor> values;
+  double loss = 0.0;
+};
+
+PathRun run_path(const TrainingGraph& tg, Device device, const std::map<std::string, Tensor>& feeds,
+                 const std::function<void(const Node&, std::vector<Tensor>&)>& perturb) {
+  ExecutorOptions eo;
+  eo.device = device;
+  Executor exec(tg.graph, eo);
+  PathRun r;
+  exec.set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
+    std::vector<Tensor> seen = outs;  // shallow: an in-place change reaches the executor's values
+    if (perturb) perturb(n, seen);
+    for (size_t i = 0; i < n.outputs.size() && i < seen.size(); ++i)
+      if (!n.outputs[i].empty() && seen[i].defined()) r.values[n.outputs[i]] = seen[i];
+  });
+  auto out = exec.run(feeds, {tg.loss});
+  r.loss = out.at(tg.loss).item_as_double();
+  return r;
+}
+
+// The feeds of one forward + backward pass: the batch, lr 0, step 1, the backward seed S.
+std::map<std::string, Tensor> feeds_for(const TrainingGraph& tg, const Tensor& input,
+                                        const Tensor& target, double scale) {
+  std::map<std::string, Tensor> f;
+  f[tg.data_input] = input;
+  if (!tg.target.empty()) f[tg.target] = target;
+  f[tg.lr] = Tensor::scalar<float>(0.0f);
+  f[tg.step] = Tensor::scalar<int64_t>(1);
+  DType seed_type = DType::F32;
+  for (const auto& v : tg.graph.inputs)
+    if (v.name == tg.seed && v.dtype != DType::Undefined) seed_type = v.dtype;
+  f[tg.seed] = cast_tensor(Tensor::scalar<double>(scale), seed_type);
+  return f;
+}
+
+bool all_finite(const Tensor& t) {
+  if (!is_floating(t.dtype())) return true;
+  const Tensor f = cast_tensor(t, DType::F32);
+  const float* p = f.data<float>();
+  for (int64_t i = 0; i < f.numel(); ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+bool is_optimizer(const Node& n) {
+  return n.op_type == "SGDUpdate" || n.op_type == "AdamUpdate" ||
+         n.op_type == "UnscaleAndCheck" || n.op_type == "GlobalNormClip";
+}
+
+// The node's FP32 CPU kernel on the checked path's inputs of it, cast to FP32: its outputs.
+std::vector<Tensor> local_reference(const Node& node, const Graph& g,
+                                    const std::map<std::string, Tensor>& values,
+                                    const std::map<std::string, Tensor>& feeds) {
+  Graph one;
+  one.opsets = g.opsets;
+  std::map<std::string, Tensor> f;
+  for (const auto& in : node.inputs) {
+    if (in.empty() || f.count(in)) continue;
+    const Tensor* t = nullptr;
+    if (auto it = values.find(in); it != values.end()) t = &it->second;
+    else if (auto it2 = feeds.find(in); it2 != feeds.end()) t = &it2->second;
+    else if (auto it3 = g.initializers.find(in); it3 != g.initializers.end()) t = &it3->second;
+    if (!t) throw Error(cat(node.describe(), ": check has no value for input '", in, "'"));
+    f[in] = is_low_float(t->dtype()) ? cast_tensor(*t, DType::F32) : *t;
+    one.inputs.push_back(ValueInfo{in, f[in].dtype(), std::nullopt});
+  }
+  one.nodes.push_back(node);
+  std::vector<std::string> fetch;
+  for (const auto& o : node.outputs)
+    if (!o.empty() && values.count(o)) {
+      one.outputs.push_back(ValueInfo{o, DType::Undefined, std::nullopt});
+      fetch.push_back(o);
+    }
+  if (fetch.empty()) return {};
+  Executor exec(one);
+  auto r = exec.run(f, fetch);
+  std::vector<Tensor> outs;
+  for (const auto& o : node.outputs) outs.push_back(r.count(o) ? r.at(o) : Tensor());
+  return outs;
+}
+
+double tolerance(const CheckOptions& o, DType precision) {
+  if (precision == DType::F16) return o.tol.fp16;
+  if (precision == DType::BF16) return o.tol.bf16;
+  return o.device == Device::CUDA ? o.tol.fp32_cuda : o.tol.fp32;
+}
+
+const char* precision_name(DType d) {
+  return d == DType::F16 ? "fp16" : d == DType::BF16 ? "bf16" : "fp32";
+}
+
+}  // namespace
+
+std::string check_mode_line(const CheckOptions& o, const std::string& why_cpu) {
+  const char* p = precision_name(o.precision);
+  if (o.device == Device::CUDA)
+    return cat("CUDA-vs-CPU: CUDA ", p, " on ", cuda::describe_device(0),
+               " vs CPU FP32 reference");
+  return cat("CPU-vs-CPU: CPU mixed ", p, " (F16/BF16 CPU kernels) vs CPU FP32 reference",
+             why_cpu.empty() ? "" : cat(" (", why_cpu, ")"));
+}
+
+void ValueError::add(const std::string& name, double a, double r) {
+  if (!any || r > rel) {
+    rel = r;
+    value = name;
+  }
+  abs = std::max(abs, a);
+  any = true;
+}
+
+CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& target,
+                      const CheckOptions& o) {
+  if (o.precision != DType::F32 && o.precision != DType::F16 && o.precision != DType::BF16)
+    throw Error(cat("check precision must be fp16, bf16 or fp32, got ", dtype_name(o.precision)));
+  CheckReport rep;
+  rep.precision = o.precision;
+  rep.device = o.device;
+  if (o.device == Device::CUDA) cuda::require_device();
+  rep.mode = check_mode_line(o);
+
+  TrainingGraphOptions go;
+  go.loss = o.loss;
+  go.optimizer.kind = OptimizerKind::SGD;  // lr 0: the update is not part of the check
+  const TrainingGraph ref = build_training_graph(model, go);
+  go.precision = o.precision;
+  go.op_lists = o.op_lists;
+  go.fp32_nodes = o.fp32_nodes;
+  go.low_nodes = o.low_nodes;
+  const TrainingGraph mix = build_training_graph(model, go);
+
+  // The checked path first: with a dynamic S, halve it while its parameter gradients overflow.
+  const bool dynamic = o.loss_scale <= 0.0;
+  double scale = dynamic ? (o.precision == DType::F16 ? 65536.0 : 1.0) : o.loss_scale;
+  PathRun m;
+  std::map<std::string, Tensor> mfeeds;
+  for (int attempt = 0;; ++attempt) {
+    mfeeds = feeds_for(mix, input, target, scale);
+    m = run_path(mix, o.device, mfeeds, o.perturb);
+    bool finite = true;
+    for (const auto& [param, grad] : mix.grads)
+      if (m.values.count(grad) && !all_finite(m.values.at(grad))) finite = false;
+    if (finite || !dynamic || attempt >= 24 || scale <= 1.0) break;
+    scale *= 0.5;
+    ++rep.overflow_retries;
+  }
+  rep.loss_scale = scale;
+  const PathRun r = run_path(ref, Device::CPU, feeds_for(ref, input, target, scale), nullptr);
+  rep.loss_ref = r.loss;
+  rep.loss_checked = m.loss;
+
+  // Groups: a forward node with its gradient nodes; parameter-gradient Sums alone; inserted
+  // Casts (no counterpart in the reference graph) with their first consumer.
+  std::set<std::string> ref_nodes;
+  for (const Node& n : ref.graph.nodes) ref_nodes.insert(n.name);
+  std::map<std::string, std::string> group_of;  // checked-graph node -> row key
+  std::map<std::string, size_t> row_of;          // row key -> index in rep.nodes
+  std::map<std::string, std::string> producer;   // value -> node (checked graph)
+  std::map<std::string, std::string> cast_consumer;
+  for (const Node& n : mix.graph.nodes)
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !cast_consumer.count(in)) cast_consumer[in] = n.name;
+  for (const Node& n : mix.graph.nodes) {
+    if (is_optimizer(n) || !ref_nodes.count(n.name)) continue;
+    auto it = mix.origin.find(n.name);
+    const std::string key = it != mix.origin.end() ? it->second : n.name;
+    group_of[n.name] = key;
+    if (!row_of.count(key)) {
+      NodeCheck c;
+      c.node = key;
+      c.op = n.op_type;
+      c.grad_only = it == mix.origin.end() &&
+                    std::any_of(mix.grads.begin(), mix.grads.end(), [&](const auto& pg) {
+                      return !n.outputs.empty() && pg.second == n.outputs[0];
+                    });
+      const convert::NodePrecision* np = mix.plan.find(key);
+      c.precision = np && o.precision != DType::F32 ? np->dtype : DType::F32;
+      c.tol = tolerance(o, c.precision);
+      row_of[key] = rep.nodes.size();
+      rep.nodes.push_back(c);
+    }
+  }
+  // Casts go with the row of their first consumer (following chains of Casts).
+  for (auto it = mix.graph.nodes.rbegin(); it != mix.graph.nodes.rend(); ++it) {
+    const Node& n = *it;
+    if (group_of.count(n.name) || is_optimizer(n) || n.outputs.empty()) continue;
+    auto c = cast_consumer.find(n.outputs[0]);
+    if (c != cast_consumer.end() && group_of.count(c->second))
+      group_of[n.name] = group_of.at(c->second);
+  }
+
+  for (const Node& n : mix.graph.nodes) {
+    auto g = group_of.find(n.name);
+    if (g == group_of.end()) continue;
+    NodeCheck& c = rep.nodes[row_of.at(g->second)];
+    const bool is_grad = mix.origin.count(n.name) || c.grad_only;
+    const bool inserted = !ref_nodes.count(n.name);
+    // End-to-end: values that both graphs have.
+    if (!inserted)
+      for (const auto& v : n.outputs) {
+        if (v.empty() || !m.values.count(v) || !r.values.count(v)) continue;
+        const Tensor& a = m.values.at(v);
+        const Tensor& b = r.values.at(v);
+        if (!is_floating(a.dtype()) || !is_floating(b.dtype())) continue;
+        Diff d = diff(a, b);
+        if (is_grad) c.grad.add(v, d.abs / scale, d.rel());
+        else c.out.add(v, d.abs, d.rel());
+      }
+    // Local: this node's FP32 CPU kernel on the checked path's inputs.
+    std::vector<Tensor> loc = local_reference(n, mix.graph, m.values, mfeeds);
+    for (size_t i = 0; i < loc.size() && i < n.outputs.size(); ++i) {
+      if (!loc[i].defined() || !m.values.count(n.outputs[i])) continue;
+      const Tensor& a = m.values.at(n.outputs[i]);
+      if (!is_floating(a.dtype()) || !is_floating(loc[i].dtype())) continue;
+      Diff d = diff(a, loc[i]);
+      c.local.add(n.outputs[i], d.abs, d.rel());
+    }
+  }
+  for (NodeCheck& c : rep.nodes) {
+    c.ok = !(c.local.rel > c.tol) && !std::isnan(c.local.rel);
+    if (!c.ok) ++rep.failing;
+    const double ratio = c.tol > 0 ? c.local.rel / c.tol : c.local.rel;
+    if (rep.worst_node.empty() || ratio > rep.worst_ratio) {
+      rep.worst_node = c.node;
+      rep.worst_ratio = ratio;
+    }
+  }
+  return rep;
+}
+
+namespace {
+
+std::string num(double v, bool any = true) {
+  if (!any) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2e", v);
+  return b;
+}
+
+}  // namespace
+
+std::string check_table(const CheckReport& r) {
+  std::ostringstream s;
+  size_t w = 4;
+  for (const auto& c : r.nodes) w = std::max(w, c.node.size());
+  w = std::min<size_t>(w, 60);
+  char line[512];
+  std::snprintf(line, sizeof line, "%-*s %-24s %-4s %9s %9s %9s %9s %9s %9s %s\n",
+                static_cast<int>(w), "node", "op", "prec", "out_abs", "out_rel", "grad_abs",
+                "grad_rel", "local_rel", "tol", "ok");
+  s << line;
+  for (const auto& c : r.nodes) {
+    std::snprintf(line, sizeof line, "%-*s %-24s %-4s %9s %9s %9s %9s %9s %9s %s\n",
+                  static_cast<int>(w), c.node.c_str(), c.op.c_str(), precision_name(c.precision),
+                  num(c.out.abs, c.out.any).c_str(), num(c.out.rel, c.out.any).c_str(),
+                  num(c.grad.abs, c.grad.any).c_str(), num(c.grad.rel, c.grad.any).c_str(),
+                  num(c.local.rel, c.local.any).c_str(), num(c.tol).c_str(),
+                  c.ok ? "ok" : "FAIL");
+    s << line;
+  }
+  s << "summary: " << r.nodes.size() << " nodes checked, " << r.failing << " failing";
+  if (!r.worst_node.empty()) {
+    const NodeCheck* worst = nullptr;
+    for (const auto& c : r.nodes)
+      if (c.node == r.worst_node) worst = &c;
+    s << ", worst node '" << r.worst_node << "' (" << worst->op << ", local rel "
+      << num(worst->local.rel) << " in '" << worst->local.value << "', tol " << num(worst->tol)
+      << ")";
+  }
+  s << "; loss " << r.loss_checked << " vs " << r.loss_ref << " (FP32), loss scale "
+    << r.loss_scale;
+  if (r.overflow_retries) s << " after " << r.overflow_retries << " overflow halvings";
+  s << "\n";
+  for (const auto& c : r.nodes)
+    if (!c.ok)
+      s << "out of tolerance: node '" << c.node << "' (" << c.op << ", "
+        << precision_name(c.precision) << "): local rel " << num(c.local.rel) << " in '"
+        << c.local.value << "' > tol " << num(c.tol) << "\n";
+  return s.str();
+}
+
+std::string check_json(const CheckReport& r) {
+  auto err = [](const ValueError& e) -> nlohmann::json {
+    if (!e.any) return nullptr;
+    auto f = [](double v) -> nlohmann::json { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json("inf"); };
+    return {{"abs", f(e.abs)}, {"rel", f(e.rel)}, {"value", e.value}};
+  };
+  nlohmann::json j;
+  j["mode"] = r.mode;
+  j["precision"] = precision_name(r.precision);
+  j["device"] = device_name(r.device);
+  j["loss_scale"] = r.loss_scale;
+  j["overflow_retries"] = r.overflow_retries;
+  j["loss"] = {{"checked", r.loss_checked}, {"reference", r.loss_ref}};
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& c : r.nodes)
+    j["nodes"].push_back({{"node", c.node}, {"op", c.op}, {"precision", precision_name(c.precision)},
+                          {"out", err(c.out)}, {"grad", err(c.grad)}, {"local", err(c.local)},
+                          {"tol", c.tol}, {"ok", c.ok}});
+  j["summary"] = {{"nodes_checked", r.nodes.size()}, {"failing", r.failing},
+                  {"worst_node", r.worst_node}, {"worst_local_rel_over_tol", r.worst_ratio},
+                  {"ok", r.ok()}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace oat::train

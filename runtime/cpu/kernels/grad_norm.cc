@@ -306,6 +306,8 @@ class LayerNormGradKernel : public OpKernel {
 void register_grad_norm(KernelRegistry& r) {
   r.add(OpId::BatchNormalizationGrad, Device::CPU, DType::F32,
         kernel_factory<BatchNormGradKernel<float>>());
+  // F16/BF16: dY and X (and dX) in the storage type; BatchNormalizationGrad's scale, mean, var
+  // and dScale/dBias stay FP32, LayerNormalizationGrad's saved Mean/InvStdDev may be FP32.
   r.add(OpId::BatchNormalizationGrad, Device::CPU, kLowFloats,
         in_fp32(kernel_factory<BatchNormGradKernel<float>>(), Fp32Io::of({2, 3, 4}, {1, 2})));
   r.add(OpId::BatchNormalizationGrad, Device::CPU, DType::F64,

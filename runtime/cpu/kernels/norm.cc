@@ -302,6 +302,9 @@ class InstanceNormKernel : public OpKernel {
 void register_norm(KernelRegistry& r) {
   r.add(OpId::BatchNormalization, Device::CPU, DType::F32,
         kernel_factory<BatchNormKernel<float>>());
+  // F16/BF16: FP32 compute on the widened data. BatchNormalization keeps scale, B, mean, var and
+  // the running statistics (training outputs 1, 2) in FP32 (convert/precision.h's rule);
+  // LayerNormalization's Mean/InvStdDev outputs are ONNX's stash type U (float by default).
   r.add(OpId::BatchNormalization, Device::CPU, kLowFloats,
         in_fp32(kernel_factory<BatchNormKernel<float>>(), Fp32Io::of({1, 2, 3, 4}, {1, 2})));
   r.add(OpId::BatchNormalization, Device::CPU, DType::F64,

@@ -1,0 +1,242 @@
+// `check MODEL`: the mixed-precision path against the FP32 CPU reference, run through the real
+// binary. A correct mixed path passes (exit 0) on the zoo in fp16 and bf16 and on torchvision
+// ResNet-18; a deliberately broken kernel (the hidden --inject-error hook multiplies one node's
+// outputs by 1.25 on the checked path) fails with exit 1 naming exactly that node; bad input
+// gives one clear error line. Without a CUDA device (or with --device cpu) the first line says
+// the comparison is CPU-vs-CPU.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "models/zoo.h"
+#include "onnx_loader/graph_writer.h"
+#include "runtime/cuda/device.h"
+
+using namespace oat;
+using namespace oat_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string zoo_file(const TempDir& dir, const std::string& name) {
+  const std::string path = dir / (name + ".onnx");
+  onnx_loader::save_graph(models::zoo_model(name, 1), path);
+  return path;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  REQUIRE_MESSAGE(f.good(), path);
+  return nlohmann::json::parse(f);
+}
+
+// The rows of the JSON report that failed, by node name.
+std::vector<std::string> failing(const nlohmann::json& j) {
+  std::vector<std::string> r;
+  for (const auto& n : j["nodes"])
+    if (!n["ok"].get<bool>()) r.push_back(n["node"].get<std::string>());
+  return r;
+}
+
+// Every row was checked locally, and the mixed path really ran in low precision somewhere.
+void expect_sane_report(const nlohmann::json& j, const std::string& precision) {
+  CHECK(j["summary"]["ok"].get<bool>());
+  CHECK(j["summary"]["failing"].get<int>() == 0);
+  size_t low = 0, with_grad = 0;
+  for (const auto& n : j["nodes"]) {
+    CHECK_MESSAGE(!n["local"].is_null(), n["node"]);
+    low += n["precision"] == precision;
+    with_grad += !n["grad"].is_null();
+    if (n["precision"] == precision && !n["out"].is_null())
+      // Rounding to 16 bits changes the outputs of a low-precision node a little, never hugely.
+      CHECK_MESSAGE(n["out"]["rel"].get<double>() < 0.25, n["node"]);
+  }
+  CHECK(low > 0);
+  CHECK(with_grad > 0);
+}
+
+// The torchvision models of tests/models (scripts/make_reference_models.py writes them into
+// <build>/model_refs once and skips the work when the folder is up to date).
+fs::path reference_models() {
+  static const bool ok = [] {
+    const char* py = std::getenv("OAT_PYTHON");
+    const std::string cmd =
+        cat(py ? py : "python3", " '", OAT_SOURCE_DIR, "/scripts/make_reference_models.py' '",
+            OAT_BINARY_DIR, "/model_refs'");
+    return std::system(cmd.c_str()) == 0;
+  }();
+  REQUIRE_MESSAGE(ok,
+                  "scripts/make_reference_models.py failed (needs torch + torchvision for "
+                  "/usr/bin/python3 and onnxruntime + onnx for python3; scripts/setup.sh)");
+  return fs::path(OAT_BINARY_DIR) / "model_refs";
+}
+
+}  // namespace
+
+TEST_SUITE("cli check") {
+  TEST_CASE("zoo LeNet-5 and MLP pass in fp16 and bf16 on the CPU path, first line CPU-vs-CPU") {
+    TempDir dir;
+    for (const std::string model : {"lenet5", "mlp"})
+      for (const std::string p : {"fp16", "bf16"}) {
+        CAPTURE(model);
+        CAPTURE(p);
+        const std::string json = dir / (model + p + ".json");
+        CliResult r = run_cli({"check", zoo_file(dir, model), "--precision", p, "--device", "cpu",
+                               "--batch", "8", "--json", json},
+                              dir);
+        INFO(r.out, r.err);
+        CHECK(r.status == 0);
+        CHECK(has(first_line(r.out), "CPU-vs-CPU"));
+        CHECK(has(first_line(r.out), "--device cpu"));
+        CHECK(has(r.out, "summary: "));
+        CHECK(has(r.out, " 0 failing"));
+        nlohmann::json j = read_json(json);
+        expect_sane_report(j, p);
+        CHECK(j["loss_scale"].get<double>() == (p == "fp16" ? 65536.0 : 1.0));
+      }
+  }
+
+  TEST_CASE("the default device: CUDA when one answers, else CPU-vs-CPU saying why") {
+    TempDir dir;
+    CliResult r = run_cli({"check", zoo_file(dir, "mlp"), "--batch", "4"}, dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    if (cuda::device_count() > 0) {
+      CHECK(has(first_line(r.out), "CUDA-vs-CPU"));
+    } else {
+      CHECK(has(first_line(r.out), "CPU-vs-CPU"));
+      CHECK(has(first_line(r.out), "no CUDA device"));
+    }
+  }
+
+  TEST_CASE("fp32 CPU-vs-CPU is exact") {
+    TempDir dir;
+    const std::string json = dir / "r.json";
+    CliResult r = run_cli({"check", zoo_file(dir, "lenet5"), "--precision", "fp32", "--device",
+                           "cpu", "--json", json},
+                          dir);
+    INFO(r.out, r.err);
+    REQUIRE(r.status == 0);
+    for (const auto& n : read_json(json)["nodes"]) {
+      for (const char* k : {"out", "grad", "local"})
+        if (!n[k].is_null()) CHECK_MESSAGE(n[k]["abs"].get<double>() == 0.0, n["node"], k);
+    }
+  }
+
+  TEST_CASE("a broken forward kernel fails with exit 1 and names exactly that node") {
+    TempDir dir;
+    for (const std::string p : {"fp16", "bf16"}) {
+      CAPTURE(p);
+      const std::string json = dir / "broken.json";
+      CliResult r = run_cli({"check", zoo_file(dir, "lenet5"), "--precision", p, "--device", "cpu",
+                             "--inject-error", "conv2", "--json", json},
+                            dir);
+      INFO(r.out, r.err);
+      CHECK(r.status == 1);
+      CHECK(has(r.out, "out of tolerance: node 'conv2' (Conv, " + p + ")"));
+      CHECK(has(r.out, " 1 failing, worst node 'conv2'"));
+      nlohmann::json j = read_json(json);
+      CHECK(failing(j) == std::vector<std::string>{"conv2"});
+      CHECK(j["summary"]["ok"] == false);
+      // The error propagates downstream end to end, but every later node is locally correct.
+      for (const auto& n : j["nodes"])
+        if (n["node"] == "conv2") CHECK(n["local"]["rel"].get<double>() > 0.2);
+    }
+  }
+
+  TEST_CASE("a broken gradient kernel fails and is reported on its forward node's row") {
+    TempDir dir;
+    // fc2's gradient nodes are named after it ("fc2_grad/..."); break the first of them.
+    const std::string model = zoo_file(dir, "mlp");
+    const std::string json = dir / "g.json";
+    CliResult ok = run_cli({"check", model, "--device", "cpu", "--json", json}, dir);
+    REQUIRE(ok.status == 0);
+    CliResult r = run_cli({"check", model, "--device", "cpu", "--inject-error", "fc2_grad/GemmGrad",
+                           "--json", json},
+                          dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 1);
+    nlohmann::json j = read_json(json);
+    CHECK(failing(j) == std::vector<std::string>{"fc2"});
+    for (const auto& n : j["nodes"])
+      if (n["node"] == "fc2") {
+        CHECK(n["out"]["rel"].get<double>() < 1e-2);  // the forward output is untouched
+        CHECK(n["local"]["rel"].get<double>() > 0.2);
+        CHECK(n["local"]["value"].get<std::string>().rfind("fc2_grad/", 0) == 0);
+      }
+  }
+
+  TEST_CASE("the zoo's ResNet-18 (CIFAR, BatchNormalization in training mode) passes in fp16") {
+    TempDir dir;
+    CliResult r = run_cli({"check", zoo_file(dir, "resnet18-cifar"), "--device", "cpu", "--batch", "2"},
+                          dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    CHECK(has(r.out, " 0 failing"));
+  }
+
+  TEST_CASE("torchvision ResNet-18 exported by torch.onnx passes in fp16 and bf16") {
+    TempDir dir;
+    const std::string model = (reference_models() / "resnet18" / "model.onnx").string();
+    for (const std::string p : {"fp16", "bf16"}) {
+      CAPTURE(p);
+      const std::string json = dir / "resnet.json";
+      CliResult r = run_cli({"check", model, "--precision", p, "--device", "cpu", "--batch", "2",
+                             "--json", json},
+                            dir);
+      INFO(r.out, r.err);
+      CHECK(r.status == 0);
+      expect_sane_report(read_json(json), p);
+    }
+  }
+
+  TEST_CASE("bad input: clear one-line errors, no JSON written") {
+    TempDir dir;
+    const std::string json = dir / "r.json";
+    CliResult missing = run_cli({"check", dir / "nope.onnx", "--json", json}, dir);
+    CHECK(missing.status == 1);
+    CHECK(has(missing.err, "error: "));
+    CHECK(has(missing.err, "nope.onnx"));
+    CHECK(!fs::exists(json));
+
+    CliResult prec = run_cli({"check", zoo_file(dir, "mlp"), "--precision", "fp8"}, dir);
+    CHECK(prec.status == 2);
+    CHECK(has(prec.err, "error: "));
+    CHECK(has(prec.err, "fp8"));
+
+    CliResult node = run_cli({"check", zoo_file(dir, "mlp"), "--device", "cpu", "--inject-error",
+                              "no_such_node"},
+                             dir);
+    CHECK(node.status == 1);
+    CHECK(has(node.err, "no_such_node"));
+
+    CliResult data = run_cli({"check", zoo_file(dir, "mlp"), "--data", dir / "missing_dir"}, dir);
+    CHECK(data.status == 1);
+    CHECK(has(data.err, "missing_dir"));
+    if (cuda::device_count() == 0) {
+      CliResult dev = run_cli({"check", zoo_file(dir, "mlp"), "--device", "cuda"}, dir);
+      CHECK(dev.status == 1);
+      CHECK(has(dev.err, "no CUDA device"));
+    }
+  }
+
+  TEST_CASE("the first batch of Fashion-MNIST") {
+    if (!fs::is_directory("/usr/share/datasets/fashion-mnist")) {
+      FAIL("Debian's dataset-fashion-mnist is not installed (scripts/setup.sh installs it)");
+    }
+    TempDir dir;
+    CliResult r = run_cli({"check", zoo_file(dir, "lenet5"), "--device", "cpu", "--data",
+                           "fashion-mnist", "--batch", "16"},
+                          dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    CHECK(has(r.out, "first batch of fashion-mnist"));
+  }
+}

@@ -9,6 +9,7 @@ void register_kernels(KernelRegistry& r) {
   register_matmul(r);
   register_shape(r);
   register_movement(r);
+  register_pad(r);
   register_softmax(r);
   register_reduce(r);
   register_conv(r);

@@ -10,6 +10,7 @@ void register_elementwise(KernelRegistry& r);  // kernels/elementwise.cc: binary
 void register_matmul(KernelRegistry& r);       // kernels/matmul.cc: MatMul Gemm (cuBLAS)
 void register_shape(KernelRegistry& r);        // kernels/shape.cc: views, Shape, Size
 void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose Concat Expand ...
+void register_pad(KernelRegistry& r);          // kernels/pad.cc: Pad
 void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax
 void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
 void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)

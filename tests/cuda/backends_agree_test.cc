@@ -239,6 +239,13 @@ const std::vector<Case>& cases() {
     v.push_back({"Split", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), ints({2, 3})}, 2});
     v.push_back({"Gather", 13, {{"axis", attr_i(1)}}, {flt({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
     v.push_back({"Expand", 13, {}, {flt({3, 1}), ints({2, 3, 4})}});
+    v.push_back({"Pad", 13, {}, {flt({2, 3}), ints({1, 2, 0, -1})}});
+    v.push_back({"Pad", 13, {}, {flt({2, 3}), ints({0, 1, 1, 2}), flt({})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "value"});
+    v.push_back({"Pad", 13, {{"mode", attr_s("reflect")}}, {flt({3, 4}), ints({2, 3, 1, 5})}});
+    v.push_back({"Pad", 13, {{"mode", attr_s("edge")}}, {flt({3, 4}), ints({1, 2, 3, 1})}});
+    v.push_back({"Pad", 19, {{"mode", attr_s("wrap")}}, {flt({3, 4}), ints({1, 5, 2, 1})}});
+    v.push_back({"Pad", 18, {}, {flt({2, 3, 4}), ints({1, 2}), In{In::Float, {}}, ints({-1})}});
     v.push_back({"Tile", 13, {}, {flt({2, 3, 2}), ints({2, 1, 3})}});
     v.push_back({"DepthToSpace", 13, {{"blocksize", attr_i(2)}}, {flt({2, 8, 3, 2})}});
     v.push_back({"DepthToSpace", 13, {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}},

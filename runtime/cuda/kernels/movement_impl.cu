@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
 #include "runtime/cuda/kernels/movement_impl.h"
@@ -25,7 +27,43 @@ __global__ void gather_kernel(const W* x, const I* idx, W* y, int64_t outer, int
   }
 }
 
+template <class W>
+__global__ void pad_kernel(const W* x, W* y, int64_t n, const int64_t* maps, PadPlan p, W fill) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    int64_t i = e, off = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = i / p.out_dims[d];
+      const int64_t src = maps[p.map_offset[d] + (i - q * p.out_dims[d])];
+      i = q;
+      if (src < 0) inside = false;
+      else off += src * p.in_strides[d];
+    }
+    y[e] = inside ? x[off] : fill;
+  }
+}
+
 }  // namespace
+
+void launch_pad(int elem_bytes, const void* x, void* y, int64_t n, const int64_t* maps,
+                const PadPlan& plan, uint64_t fill, cudaStream_t s) {
+  if (n == 0) return;
+  auto go = [&](auto word) {
+    using W = decltype(word);
+    W f;
+    memcpy(&f, &fill, sizeof(W));
+    pad_kernel<W><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const W*>(x), static_cast<W*>(y),
+                                                     n, maps, plan, f);
+  };
+  switch (elem_bytes) {
+    case 1: go(uint8_t{}); break;
+    case 2: go(uint16_t{}); break;
+    case 4: go(uint32_t{}); break;
+    case 8: go(uint64_t{}); break;
+    default: throw std::runtime_error("Pad: unsupported element size");
+  }
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_gather(int elem_bytes, const void* x, const void* indices, bool indices_i64, void* y,
                    int64_t outer, int64_t axis_dim, int64_t inner, int64_t count, int* bad,

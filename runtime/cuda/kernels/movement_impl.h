@@ -13,4 +13,16 @@ void launch_gather(int elem_bytes, const void* x, const void* indices, bool indi
                    int64_t outer, int64_t axis_dim, int64_t inner, int64_t count, int* bad,
                    cudaStream_t s);
 
+// Pad through per-axis source maps: out element with coordinates (o_0..o_r) reads X at
+// Σ map_d[o_d]·stride_d, or is `fill` (the element's bytes, little-endian) when any map_d[o_d]
+// is −1. `maps` is the concatenation of the r maps (offsets[d] = start of map d), in device memory.
+struct PadPlan {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  int64_t map_offset[kMaxRank] = {};
+};
+void launch_pad(int elem_bytes, const void* x, void* y, int64_t n, const int64_t* maps,
+                const PadPlan& plan, uint64_t fill, cudaStream_t s);
+
 }  // namespace oat::cuda

@@ -251,6 +251,11 @@ const std::vector<Case>& cases() {
     v.push_back({"DepthToSpace", 13, {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}},
                  {flt({2, 8, 3, 2})}});
     v.push_back({"SpaceToDepth", 13, {{"blocksize", attr_i(2)}}, {flt({2, 3, 4, 6})}});
+    v.push_back({"Hardmax", 13, {}, {flt({4, 9})}});
+    v.push_back({"Hardmax", 11, {{"axis", attr_i(1)}}, {flt({2, 3, 4})}});
+    v.push_back({"CumSum", 14, {}, {flt({3, 5, 2}), ints({1}, Shape{})}});
+    v.push_back({"CumSum", 14, {{"exclusive", attr_i(1)}, {"reverse", attr_i(1)}},
+                 {flt({3, 5}), ints({-1}, Shape{})}});
     v.push_back({"ArgMax", 13, {{"axis", attr_i(1)}}, {flt({3, 7, 2})}});
     v.push_back({"ArgMin", 13, {{"axis", attr_i(-1)}, {"keepdims", attr_i(0)}}, {flt({3, 7})}});
     // convolution, pooling, normalisation

@@ -86,6 +86,24 @@ void arg_reduce(KernelContext& ctx) {
                     x.raw_data(), y.data<int64_t>(), outer, len, inner, stream_of(ctx));
 }
 
+// CumSum(X, axis) attrs exclusive, reverse: running sums along the axis, FP32 accumulator.
+void cumsum(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int r = x.rank();
+  const Tensor a = host_input(ctx, 1);
+  if (a.numel() != 1) ctx.fail(cat("axis must be a scalar, got ", shape_str(a.shape())));
+  int64_t axis = a.item_as_int();
+  if (axis < -r || axis >= r) ctx.fail(cat("axis ", axis, " is out of range for ", shape_str(x.shape())));
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int d = static_cast<int>(axis) + 1; d < r; ++d) inner *= x.shape()[d];
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  const Node& n = ctx.node();
+  launch_cumsum(elem_type(x.dtype()), x.raw_data(), y.raw_data(), outer, x.shape()[axis], inner,
+                n.attr_int("exclusive", 0) != 0, n.attr_int("reverse", 0) != 0, stream_of(ctx));
+}
+
 }  // namespace
 
 void register_reduce(KernelRegistry& r) {
@@ -100,6 +118,7 @@ void register_reduce(KernelRegistry& r) {
   add_floats(r, OpId::ReduceLogSum, function_kernel(reduce<ReduceOp::LogSum>));
   add_floats(r, OpId::ReduceLogSumExp, function_kernel(reduce<ReduceOp::LogSumExp>));
   add_floats(r, OpId::ArgMax, function_kernel(arg_reduce<true>));
+  add_floats(r, OpId::CumSum, function_kernel(cumsum));
   add_floats(r, OpId::ArgMin, function_kernel(arg_reduce<false>));
 }
 

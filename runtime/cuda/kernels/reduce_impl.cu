@@ -97,7 +97,66 @@ __global__ void arg_reduce_kernel(const T* x, int64_t* y, bool max, bool last, i
   }
 }
 
+template <class T>
+__global__ void hardmax_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner) {
+  OAT_GRID_STRIDE_LOOP(c, outer * inner) {
+    const int64_t o = c / inner, i = c - o * inner, base = o * len * inner + i;
+    int64_t best = 0;
+    float bv = to_float(x[base]);
+    for (int64_t j = 1; j < len; ++j) {
+      const float v = to_float(x[base + j * inner]);
+      if (v > bv) {
+        bv = v;
+        best = j;
+      }
+    }
+    for (int64_t j = 0; j < len; ++j) y[base + j * inner] = from_float<T>(j == best ? 1.f : 0.f);
+  }
+}
+
+template <class T>
+__global__ void cumsum_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner,
+                              bool exclusive, bool reverse) {
+  OAT_GRID_STRIDE_LOOP(c, outer * inner) {
+    const int64_t o = c / inner, i = c - o * inner, base = o * len * inner + i;
+    float acc = 0.f;
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t j = reverse ? len - 1 - k : k;
+      const float v = to_float(x[base + j * inner]);
+      if (exclusive) {
+        y[base + j * inner] = from_float<T>(acc);
+        acc += v;
+      } else {
+        acc += v;
+        y[base + j * inner] = from_float<T>(acc);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void launch_hardmax(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                    cudaStream_t s) {
+  if (outer * inner == 0 || len == 0) return;
+  dispatch_float(t, "Hardmax", [&](auto tag) {
+    using T = decltype(tag);
+    hardmax_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), outer, len, inner);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_cumsum(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                   bool exclusive, bool reverse, cudaStream_t s) {
+  if (outer * inner == 0 || len == 0) return;
+  dispatch_float(t, "CumSum", [&](auto tag) {
+    using T = decltype(tag);
+    cumsum_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), outer, len, inner, exclusive, reverse);
+  });
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_arg_reduce(ElemType t, bool max, bool select_last, const void* x, int64_t* y,
                        int64_t outer, int64_t len, int64_t inner, cudaStream_t s) {

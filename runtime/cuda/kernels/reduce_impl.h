@@ -31,6 +31,14 @@ struct ReducePlan {
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
                    cudaStream_t s);
 
+// Hardmax along the middle axis: 1 at the first maximum, 0 elsewhere.
+void launch_hardmax(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                    cudaStream_t s);
+// CumSum along the middle axis (FP32 running sum): y_j = Σ_{k ≤ j} x_k, or k < j (exclusive),
+// summed from the end (reverse).
+void launch_cumsum(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                   bool exclusive, bool reverse, cudaStream_t s);
+
 // ArgMax / ArgMin along the middle axis of [outer, len, inner] into int64 [outer, inner]; ties go
 // to the first index, or the last with select_last.
 void launch_arg_reduce(ElemType t, bool max, bool select_last, const void* x, int64_t* y,

@@ -54,11 +54,23 @@ void softmax(KernelContext& ctx) {
                  stream_of(ctx));
 }
 
+// Hardmax: 1 at the first maximum along the axis (opset 13) or of each coerced 2-D row (before).
+void hardmax(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const bool v13 = ctx.node().opset >= 13;
+  int64_t outer, len, inner;
+  view_of(ctx, x, ctx.node().attr_int("axis", v13 ? -1 : 1), !v13, outer, len, inner);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  launch_hardmax(elem_type(x.dtype()), x.raw_data(), y.raw_data(), outer, len, inner,
+                 stream_of(ctx));
+}
+
 }  // namespace
 
 void register_softmax(KernelRegistry& r) {
   add_floats(r, OpId::Softmax, function_kernel(softmax<false>));
   add_floats(r, OpId::LogSoftmax, function_kernel(softmax<true>));
+  add_floats(r, OpId::Hardmax, function_kernel(hardmax));
   add_floats(r, OpId::SoftmaxGrad, function_kernel(softmax_grad<false>));
   add_floats(r, OpId::LogSoftmaxGrad, function_kernel(softmax_grad<true>));
 }

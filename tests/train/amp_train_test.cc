@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -337,4 +338,39 @@ TEST_CASE("amp: BF16 trains the MLP without loss scaling (a short run, the loss 
   CHECK(losses.back() < 0.5 * losses.front());
   CHECK(after.loss < 0.5 * before);
   CHECK(after.accuracy > 0.8);
+}
+
+TEST_CASE("amp: a forward pass that overflows FP16 skips its step; one that always does stops the run") {
+  Graph model = wide_linear();
+  train::Dataset data = regression_data(64 * 4, 11);
+  float* x = data.inputs.data<float>();
+  for (int64_t i = 64 * kIn; i < 2 * 64 * kIn; ++i) x[i] = 1e30f;  // batch 2: Inf once cast to FP16
+  train::TrainerConfig cfg = regression_config(DType::F16, train::LossScaleMode::Dynamic);
+  cfg.max_steps = 4;
+  train::Trainer t(model, cfg);
+  std::vector<double> losses;
+  t.on_step = [&](int64_t, double l) { losses.push_back(l); };
+  t.fit(data, nullptr);
+  REQUIRE(losses.size() == 4);
+  CHECK_FALSE(std::isfinite(losses[1]));
+  CHECK(std::isfinite(losses[3]));
+  CHECK(t.loss_scaler().state().skipped_steps == 1);
+  CHECK(t.optimizer_step() == 3);
+  for (int64_t i = 0; i < t.state().at("W").numel(); ++i)
+    REQUIRE(std::isfinite(t.state().at("W").data<float>()[i]));
+
+  // Every batch overflows: the scale cannot help a forward pass, so training stops with the reason.
+  for (int64_t i = 0; i < data.inputs.numel(); ++i) x[i] = 1e30f;
+  cfg.max_steps = 200;
+  cfg.epochs = 100;
+  train::Trainer u(model, cfg);
+  CHECK_THROWS_WITH_AS(u.fit(data, nullptr), doctest::Contains("the forward pass overflows"), Error);
+  CHECK(u.step() == 49);  // the 50th non-finite loss in a row throws
+
+  // Without loss scaling the first non-finite loss stops the run.
+  train::TrainerConfig plain = regression_config(DType::F32, train::LossScaleMode::None);
+  plain.max_steps = 4;
+  train::Trainer v(model, plain);
+  CHECK_THROWS_WITH_AS(v.fit(data, nullptr), doctest::Contains("learning rate too high?"), Error);
+  CHECK(v.step() < 4);
 }

@@ -101,10 +101,11 @@ nlohmann::json plan_json(const convert::PrecisionPlan& plan) {
   j["low"] = dtype_name(plan.low);
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : plan.nodes)
-    j["nodes"].push_back({{"node", n.node},
-                          {"op", n.op_type},
-                          {"precision", n.carries_floats ? nlohmann::json(dtype_name(n.dtype)) : nlohmann::json()},
-                          {"reason", n.reason}});
+    j["nodes"].push_back(
+        {{"node", n.node},
+         {"op", n.op_type},
+         {"precision", n.carries_floats ? nlohmann::json(dtype_name(n.dtype)) : nlohmann::json()},
+         {"reason", n.reason}});
   j["totals"] = {{dtype_name(plan.low), plan.count(plan.low)},
                  {"float32", plan.count(DType::F32)},
                  {"without_floats", plan.count_without_floats()}};

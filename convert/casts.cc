@@ -65,7 +65,8 @@ class Rewriter {
     for (auto& v : g_.outputs)
       if (auto it = cur_.find(v.name); it != cur_.end()) v.dtype = it->second;
     for (auto& [name, vi] : g_.value_info)
-      if (auto it = cur_.find(name); it != cur_.end() && is_convertible(vi.dtype)) vi.dtype = it->second;
+      if (auto it = cur_.find(name); it != cur_.end() && is_convertible(vi.dtype))
+        vi.dtype = it->second;
   }
 
  private:
@@ -279,7 +280,8 @@ class Rewriter {
         cur_[f] = t;
         describe_like(f, v, t);
         renamed_[v] = f;
-        cast_back.push_back(make_cast(fresh(cat(f, "_to_", precision_name(orig(v)))), f, v, orig(v)));
+        cast_back.push_back(
+            make_cast(fresh(cat(f, "_to_", precision_name(orig(v)))), f, v, orig(v)));
       }
       out.push_back(std::move(n));
       for (auto& c : cast_back) out.push_back(std::move(c));

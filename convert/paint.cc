@@ -31,17 +31,17 @@ enum class State : uint8_t { Open, Low, F32 };
 // What arrives at one precision-carrying input.
 struct Arrival {
   enum Kind { FromNode, Fixed, Neutral } kind = Fixed;
-  size_t node = 0;             // FromNode: the active producer
-  DType type = DType::F32;     // Fixed: the value's type
-  std::string label;           // who it comes from, for reasons
+  size_t node = 0;          // FromNode: the active producer
+  DType type = DType::F32;  // Fixed: the value's type
+  std::string label;        // who it comes from, for reasons
 };
 
 class Painter {
  public:
   Painter(const Graph& g, const PaintOptions& o) : g_(g), o_(o), n_(g.nodes.size()) {
     if (o.low != DType::F16 && o.low != DType::BF16)
-      throw Error(cat("paint: the low precision must be float16 or bfloat16, not ",
-                      dtype_name(o.low)));
+      throw Error(
+          cat("paint: the low precision must be float16 or bfloat16, not ", dtype_name(o.low)));
     low_ = precision_name(o.low);
     types_ = infer_value_types(g);
     index_names();
@@ -223,10 +223,17 @@ class Painter {
       }
       if (follow_[i] >= 0) continue;
       switch (list(i)) {
-        case OpList::Allow: set(i, State::Low, "allow list"); break;
-        case OpList::Deny: set(i, State::F32, "deny list"); break;
-        case OpList::None: set(i, State::F32, "not in any list"); break;
-        default: break;
+        case OpList::Allow:
+          set(i, State::Low, "allow list");
+          break;
+        case OpList::Deny:
+          set(i, State::F32, "deny list");
+          break;
+        case OpList::None:
+          set(i, State::F32, "not in any list");
+          break;
+        default:
+          break;
       }
     }
   }
@@ -345,8 +352,9 @@ class Painter {
       open = open || state_[s] == State::Open;
     }
     if (open && !force) return false;
-    set(i, State::F32, constant_only_[i] ? "reads only constants, no " + low_ + " neighbour"
-                                         : "clear: no " + low_ + " neighbour");
+    set(i, State::F32,
+        constant_only_[i] ? "reads only constants, no " + low_ + " neighbour"
+                          : "clear: no " + low_ + " neighbour");
     return true;
   }
 
@@ -386,8 +394,8 @@ size_t PrecisionPlan::count(DType d) const {
 }
 
 size_t PrecisionPlan::count_without_floats() const {
-  return static_cast<size_t>(std::count_if(nodes.begin(), nodes.end(),
-                                           [](const NodePrecision& p) { return !p.carries_floats; }));
+  return static_cast<size_t>(std::count_if(
+      nodes.begin(), nodes.end(), [](const NodePrecision& p) { return !p.carries_floats; }));
 }
 
 std::string PrecisionPlan::to_string() const {
@@ -399,16 +407,17 @@ std::string PrecisionPlan::to_string() const {
     wo = std::max(wo, std::min<size_t>(nodes[i].op_type.size(), 32));
   }
   std::ostringstream os;
-  os << std::left << std::setw(static_cast<int>(wn)) << "node" << "  "
-     << std::setw(static_cast<int>(wo)) << "op" << "  precision  reason\n";
+  os << std::left << std::setw(static_cast<int>(wn)) << "node"
+     << "  " << std::setw(static_cast<int>(wo)) << "op"
+     << "  precision  reason\n";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodePrecision& p = nodes[i];
     os << std::setw(static_cast<int>(wn)) << names[i] << "  " << std::setw(static_cast<int>(wo))
        << p.op_type << "  " << std::setw(9) << (p.carries_floats ? precision_name(p.dtype) : "-")
        << "  " << p.reason << "\n";
   }
-  os << "totals: " << nodes.size() << " nodes, " << count(low) << " " << precision_name(low)
-     << ", " << count(DType::F32) << " fp32";
+  os << "totals: " << nodes.size() << " nodes, " << count(low) << " " << precision_name(low) << ", "
+     << count(DType::F32) << " fp32";
   if (const size_t other = count_without_floats()) os << ", " << other << " without float values";
   os << "\n";
   return os.str();

@@ -10,7 +10,7 @@ namespace oat::convert {
 namespace {
 
 const std::pair<int64_t, DType> kOnnxCodes[] = {
-    {1, DType::F32}, {2, DType::U8},   {3, DType::I8},  {6, DType::I32},  {7, DType::I64},
+    {1, DType::F32},  {2, DType::U8},   {3, DType::I8},   {6, DType::I32},  {7, DType::I64},
     {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}};
 
 DType from_type_attr(const Node& n, const char* key, DType def) {
@@ -28,20 +28,24 @@ DType constant_type(const Node& n) {
   return DType::Undefined;
 }
 
-const std::set<std::string> kBoolOutput = {"Equal", "Less", "Greater", "LessOrEqual",
-                                           "GreaterOrEqual", "Not", "And", "Or", "Xor",
-                                           "IsNaN", "IsInf"};
-const std::set<std::string> kInt64Output = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin",
-                                            "NonMaxSuppression"};
+const std::set<std::string> kBoolOutput = {
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+    "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
+const std::set<std::string> kInt64Output = {"Shape",  "Size",   "NonZero",
+                                            "ArgMax", "ArgMin", "NonMaxSuppression"};
 
 }  // namespace
 
 const char* precision_name(DType t) {
   switch (t) {
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::BF16: return "bf16";
-    default: return dtype_name(t);
+    case DType::F32:
+      return "fp32";
+    case DType::F16:
+      return "fp16";
+    case DType::BF16:
+      return "bf16";
+    default:
+      return dtype_name(t);
   }
 }
 
@@ -63,9 +67,9 @@ DType cast_target(const Node& n) {
   if (a->kind == Attribute::Kind::Int) return dtype_from_onnx_code(a->i);
   if (a->kind == Attribute::Kind::String) {
     static const std::pair<const char*, DType> names[] = {
-        {"FLOAT", DType::F32}, {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
-        {"DOUBLE", DType::F64}, {"INT64", DType::I64}, {"INT32", DType::I32},
-        {"INT8", DType::I8},   {"UINT8", DType::U8},   {"BOOL", DType::Bool}};
+        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
+        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
+        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
     for (const auto& [name, t] : names)
       if (a->s == name) return t;
   }
@@ -77,12 +81,17 @@ bool widening_is_exact(DType from, DType to) {
   switch (from) {
     case DType::Bool:
     case DType::U8:
-    case DType::I8: return is_floating(to) || to == DType::I32 || to == DType::I64;
+    case DType::I8:
+      return is_floating(to) || to == DType::I32 || to == DType::I64;
     case DType::F16:
-    case DType::BF16: return to == DType::F32 || to == DType::F64;
-    case DType::F32: return to == DType::F64;
-    case DType::I32: return to == DType::I64 || to == DType::F64;
-    default: return false;
+    case DType::BF16:
+      return to == DType::F32 || to == DType::F64;
+    case DType::F32:
+      return to == DType::F64;
+    case DType::I32:
+      return to == DType::I64 || to == DType::F64;
+    default:
+      return false;
   }
 }
 
@@ -140,7 +149,8 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     if (op == "BatchNormalizationGrad") {  // (dY, X, scale, ...) -> (dX, dScale, dBias)
       set(1, input(2));
       set(2, input(2));
-    } else if (op == "UnscaleAndCheck") {  // (inv_scale, G...) -> (G'... in inv_scale's type, found_inf)
+    } else if (op ==
+               "UnscaleAndCheck") {  // (inv_scale, G...) -> (G'... in inv_scale's type, found_inf)
       std::fill(out.begin(), out.end(), input(0));
       if (!out.empty()) out.back() = DType::Bool;
     } else if (op == "GlobalNormClip") {  // (G..., max_norm) -> (G'..., norm)

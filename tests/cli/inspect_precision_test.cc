@@ -26,7 +26,9 @@ std::string plan_model(const TempDir& dir) {
   return mb.save(dir.path / "plan.onnx");
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -61,10 +63,9 @@ TEST_CASE("inspect --precision fp16 prints node, op, precision, reason and total
 TEST_CASE("inspect --precision with pins and an op-list file") {
   TempDir dir;
   const std::string model = plan_model(dir);
-  CliResult pins =
-      run_cli({"inspect", model, "--precision", "fp16", "--fp32-nodes", "fc", "--fp16-nodes",
-               "sm,act2"},
-              dir);
+  CliResult pins = run_cli(
+      {"inspect", model, "--precision", "fp16", "--fp32-nodes", "fc", "--fp16-nodes", "sm,act2"},
+      dir);
   CAPTURE(pins.err);
   REQUIRE(pins.status == 0);
   CHECK(has(pins.out, "fc       Gemm     fp32       pinned by --fp32-nodes\n"));
@@ -105,16 +106,16 @@ TEST_CASE("inspect --precision: bad names, lists files and values are one-line e
   const std::string model = plan_model(dir);
   CliResult nope = run_cli({"inspect", model, "--precision", "fp16", "--fp32-nodes", "nope"}, dir);
   CHECK(nope.status == 1);
-  CHECK(nope.err == "error: " + model +
-                        ": --fp32-nodes: no node named 'nope' in graph 'test_graph'\n");
+  CHECK(nope.err ==
+        "error: " + model + ": --fp32-nodes: no node named 'nope' in graph 'test_graph'\n");
   CHECK(nope.out.empty());
 
   const std::string bad = dir / "bad.json";
   std::ofstream(bad) << R"({"allow": {"add": "Conv"}})";
   CliResult lists = run_cli({"inspect", model, "--precision", "fp16", "--op-lists", bad}, dir);
   CHECK(lists.status == 1);
-  CHECK(lists.err == "error: op lists file '" + bad +
-                         "': 'allow.add' must be an array of op names\n");
+  CHECK(lists.err ==
+        "error: op lists file '" + bad + "': 'allow.add' must be an array of op names\n");
 
   CliResult missing =
       run_cli({"inspect", model, "--precision", "fp16", "--op-lists", dir / "none.json"}, dir);

@@ -78,7 +78,8 @@ TEST_CASE("a Cast name already taken gets a suffix") {
   CHECK(producer_of(b.g, "x_to_fp16_1")->op_type == "Cast");
 }
 
-TEST_CASE("graph inputs and outputs: typed low without keep_io_types, cast at the boundary with it") {
+TEST_CASE(
+    "graph inputs and outputs: typed low without keep_io_types, cast at the boundary with it") {
   GraphBuild b;
   b.input("x").weight("W");
   b.node("MatMul", {"x", "W"}, {"logits"}, "fc");
@@ -175,7 +176,8 @@ TEST_CASE("convert_initializers stores float Constant values read only in low pr
   a.convert_initializers = true;
   const ApplyReport r = convert_graph(b.g, a);
   CHECK(r.converted_constants == std::vector<std::string>{"scale"});
-  CHECK(r.clamped == std::vector<std::string>{"scale: 1 values beyond FP16's range clamped to ±65504"});
+  CHECK(r.clamped ==
+        std::vector<std::string>{"scale: 1 values beyond FP16's range clamped to ±65504"});
   const Tensor& v = find_node(b.g, "scale")->attr("value")->t;
   CHECK(v.dtype() == DType::F16);
   CHECK(v.item_as_double(0) == 65504.0);
@@ -211,7 +213,10 @@ TEST_CASE("BatchNormalization keeps scale, bias, statistics and their outputs in
 TEST_CASE("BatchNormalizationGrad: dY and X low, scale and statistics fp32, dScale/dBias fp32") {
   GraphBuild b;
   b.input("x", DType::F32, {1, 2, 2, 2}).input("dy", DType::F32, {1, 2, 2, 2});
-  b.weight("W", {2, 2, 1, 1}).weight("scale", {2}).weight("mean", {2}, 0.0f).weight("var", {2}, 1.0f);
+  b.weight("W", {2, 2, 1, 1})
+      .weight("scale", {2})
+      .weight("mean", {2}, 0.0f)
+      .weight("var", {2}, 1.0f);
   b.node("Conv", {"x", "W"}, {"c"}, "conv");
   b.node("BatchNormalization", {"c", "scale", "scale", "mean", "var"}, {"y"}, "bn");
   b.node("BatchNormalizationGrad", {"dy", "c", "scale", "mean", "var"}, {"dx", "dscale", "dbias"},

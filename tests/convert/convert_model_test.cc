@@ -39,7 +39,8 @@ TEST_CASE("LeNet-5: every node goes fp16, two boundary casts, the ONNX checker a
   // Written with the checker on; loads back with the same types.
   const std::string bytes = onnx_loader::serialize_graph(g);
   const onnx_loader::Model back = onnx_loader::load_model_from_bytes(bytes, ".");
-  for (const auto& [name, t] : back.graph.initializers) CHECK_MESSAGE(t.dtype() == DType::F16, name);
+  for (const auto& [name, t] : back.graph.initializers)
+    CHECK_MESSAGE(t.dtype() == DType::F16, name);
   CHECK(back.graph.outputs[0].dtype == DType::F32);
   // Half the bytes of the FP32 model, give or take the graph itself.
   const std::string fp32_bytes = onnx_loader::serialize_graph(fp32);

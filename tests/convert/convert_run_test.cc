@@ -61,8 +61,9 @@ TEST_CASE("LeNet-5 in fp16 and bf16 runs in our executor close to fp32") {
   }
 }
 
-
-TEST_CASE("ResNet-18 (CIFAR size) in fp16: BatchNorm with FP32 parameters, residual adds, in our executor") {
+TEST_CASE(
+    "ResNet-18 (CIFAR size) in fp16: BatchNorm with FP32 parameters, residual adds, in our "
+    "executor") {
   const Graph fp32 = models::zoo_model("resnet18-cifar", 5);
   const Tensor x = random_images({2, 3, 32, 32}, 3);
   const std::string in = fp32.inputs.at(0).name;

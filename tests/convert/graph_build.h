@@ -77,7 +77,8 @@ inline Attribute tensor_attr(Tensor t) {
 }
 
 // The plan entry of `node`; fails the test when absent.
-inline const convert::NodePrecision& entry(const convert::PrecisionPlan& p, const std::string& node) {
+inline const convert::NodePrecision& entry(const convert::PrecisionPlan& p,
+                                           const std::string& node) {
   const convert::NodePrecision* e = p.find(node);
   REQUIRE_MESSAGE(e != nullptr, "no plan entry for node '" << node << "'");
   return *e;

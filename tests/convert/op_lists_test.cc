@@ -1,6 +1,5 @@
 // The default op lists (DESIGN.md's table), JSON overrides and their error messages, block().
 #include <doctest/doctest.h>
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -51,20 +50,59 @@ TEST_CASE("default op lists are DESIGN.md's table") {
   const OpLists l = OpLists::defaults();
   CHECK(l.allow == std::set<std::string>{"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
                                          "LSTM", "GRU", "RNN"});
-  for (const char* op : {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax",
-                         "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum",
-                         "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
-                         "CumSum", "LayerNormalization", "GroupNormalization",
-                         "InstanceNormalization", "LpNormalization", "Range", "TopK"})
+  for (const char* op : {"Exp",
+                         "Log",
+                         "Pow",
+                         "Reciprocal",
+                         "Softplus",
+                         "Softmax",
+                         "LogSoftmax",
+                         "SoftmaxCrossEntropyLoss",
+                         "NegativeLogLikelihoodLoss",
+                         "ReduceSum",
+                         "ReduceMean",
+                         "ReduceMax",
+                         "ReduceMin",
+                         "ReduceProd",
+                         "ReduceL1",
+                         "ReduceL2",
+                         "ReduceLogSum",
+                         "ReduceLogSumExp",
+                         "ReduceSumSquare",
+                         "CumSum",
+                         "LayerNormalization",
+                         "GroupNormalization",
+                         "InstanceNormalization",
+                         "LpNormalization",
+                         "Range",
+                         "TopK"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);
-  CHECK(l.infer == std::set<std::string>{"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min",
-                                         "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Gelu", "Erf",
-                                         "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
-                                         "GlobalAveragePool", "BatchNormalization", "Dropout"});
+  CHECK(l.infer == std::set<std::string>{"Add",
+                                         "Sub",
+                                         "Mul",
+                                         "Div",
+                                         "Sum",
+                                         "Max",
+                                         "Min",
+                                         "Sigmoid",
+                                         "Tanh",
+                                         "LeakyRelu",
+                                         "Elu",
+                                         "Gelu",
+                                         "Erf",
+                                         "Sqrt",
+                                         "Clip",
+                                         "Where",
+                                         "Neg",
+                                         "Abs",
+                                         "AveragePool",
+                                         "GlobalAveragePool",
+                                         "BatchNormalization",
+                                         "Dropout"});
   CHECK(l.clear == std::set<std::string>{"Relu", "MaxPool", "Reshape", "Flatten", "Transpose",
                                          "Concat", "Split", "Slice", "Gather", "Squeeze",
-                                         "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape"});
+                                         "Unsqueeze", "Identity", "Pad", "Expand", "Tile",
+                                         "Shape"});
   CHECK(l.list_of("Floor") == OpList::None);
   CHECK(std::string(op_list_name(OpList::Infer)) == "infer");
   // The lists are disjoint.
@@ -104,8 +142,9 @@ TEST_CASE("malformed op-list files are errors naming the file and the key") {
   CHECK(error_of(l, arr).find("expected a JSON object") != std::string::npos);
 
   const std::string unknown = write_json(dir, "unknown.json", R"({"allowed": {"add": ["X"]}})");
-  CHECK(error_of(l, unknown) == "op lists file '" + unknown +
-                                    "': unknown list 'allowed' (expected allow, deny, infer or clear)");
+  CHECK(error_of(l, unknown) ==
+        "op lists file '" + unknown +
+            "': unknown list 'allowed' (expected allow, deny, infer or clear)");
 
   const std::string key = write_json(dir, "key.json", R"({"deny": {"insert": ["X"]}})");
   CHECK(error_of(l, key).find("'deny.insert' is not \"add\" or \"remove\"") != std::string::npos);

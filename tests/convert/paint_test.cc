@@ -88,7 +88,7 @@ TEST_CASE("infer nodes take the widest of their inputs; initializers are neutral
   b.node("Add", {"a", "bias"}, {"ab"}, "add_bias");  // low input + initializer -> low
   b.node("Add", {"ab", "z"}, {"az"}, "add_input");   // low input + fp32 graph input -> fp32
   b.node("Floor", {"x"}, {"f"}, "floor");
-  b.node("Mul", {"ab", "f"}, {"m"}, "mul");          // low + fp32 node -> fp32
+  b.node("Mul", {"ab", "f"}, {"m"}, "mul");  // low + fp32 node -> fp32
   b.output("az").output("m");
   const PrecisionPlan p = paint_default(b.g);
   CHECK(entry(p, "add_bias").dtype == DType::F16);
@@ -102,12 +102,12 @@ TEST_CASE("infer nodes take the widest of their inputs; initializers are neutral
 TEST_CASE("clear nodes join a low neighbour, producer or consumer") {
   GraphBuild b;
   b.input("x").weight("W");
-  b.node("Floor", {"x"}, {"f"}, "floor");          // fp32, not in any list
-  b.node("Identity", {"f"}, {"i"}, "ident");       // clear: joins its consumer
+  b.node("Floor", {"x"}, {"f"}, "floor");     // fp32, not in any list
+  b.node("Identity", {"f"}, {"i"}, "ident");  // clear: joins its consumer
   b.node("MatMul", {"i", "W"}, {"a"}, "mm");
   b.node("Transpose", {"a"}, {"t"}, "transpose");  // clear: joins its producer
   b.node("Floor", {"f"}, {"f2"}, "floor2");
-  b.node("Identity", {"f2"}, {"j"}, "ident2");     // clear, no low neighbour
+  b.node("Identity", {"f2"}, {"j"}, "ident2");  // clear, no low neighbour
   b.output("t").output("j");
   const PrecisionPlan p = paint_default(b.g);
   CHECK(entry(p, "ident").dtype == DType::F16);

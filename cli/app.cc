@@ -80,7 +80,8 @@ int run_main(int argc, char** argv) {
       ->add_option("--op-lists", inspect.op_lists,
                    "JSON file adding/removing ops per list: {\"deny\": {\"add\": [...]}, ...}")
       ->needs(precision_opt);
-  inspect_cmd->add_option("--fp32-nodes", inspect.fp32_nodes, "Nodes pinned to FP32 (comma-separated)")
+  inspect_cmd
+      ->add_option("--fp32-nodes", inspect.fp32_nodes, "Nodes pinned to FP32 (comma-separated)")
       ->delimiter(',')
       ->needs(precision_opt);
   inspect_cmd

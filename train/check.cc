@@ -140,7 +140,8 @@ std::string check_mode_line(const CheckOptions& o, const std::string& why_cpu) {
   if (o.device == Device::CUDA)
     return cat("CUDA-vs-CPU: CUDA ", p, " on ", cuda::describe_device(0),
                " vs CPU FP32 reference");
-  return cat("CPU-vs-CPU: CPU mixed ", p, " (F16/BF16 CPU kernels) vs CPU FP32 reference",
+  return cat("CPU-vs-CPU: CPU ", o.precision == DType::F32 ? "fp32" : cat("mixed ", p, " (", p, " CPU kernels)"),
+             " vs CPU FP32 reference",
              why_cpu.empty() ? "" : cat(" (", why_cpu, ")"));
 }
 

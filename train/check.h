@@ -93,7 +93,7 @@ struct CheckReport {
 };
 
 // The line `check` prints first: which two paths it compares, e.g. "CPU-vs-CPU: CPU mixed fp16
-// (F16/BF16 CPU kernels) vs CPU FP32 reference (no CUDA device: ...)". `why_cpu` says why the
+// (fp16 CPU kernels) vs CPU FP32 reference (no CUDA device: ...)". `why_cpu` says why the
 // checked path is on the CPU ("--device cpu", or the reason no CUDA device answers).
 std::string check_mode_line(const CheckOptions& options, const std::string& why_cpu = "");
 

@@ -95,6 +95,43 @@ TEST_CASE("AdamUpdate: Adam and AdamW with bias correction") {
   }
 }
 
+TEST_CASE("AdamUpdate: every element of a large, ragged tensor (threaded, blocked path)") {
+  // 100003 elements: more than the kernel's threading threshold, not a multiple of its block.
+  const int64_t n = 100003;
+  Tensor p(DType::F32, {n}), g(DType::F32, {n}), m(DType::F32, {n}), v(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    p.data<float>()[i] = std::sin(0.001f * static_cast<float>(i));
+    g.data<float>()[i] = std::cos(0.0007f * static_cast<float>(i)) - 0.3f;
+    m.data<float>()[i] = 0.01f * std::sin(0.003f * static_cast<float>(i));
+    v.data<float>()[i] = 1e-4f * (1.0f + std::cos(0.002f * static_cast<float>(i)));
+  }
+  const double lr = 0.01, wd = 0.05;
+  const double b1 = 0.9f, b2 = 0.999f;  // the attributes are floats: β₂ is 0.99900001 here
+  const int64_t t = 4;
+  for (int decoupled : {0, 1}) {
+    CAPTURE(decoupled);
+    auto out = run_node("AdamUpdate", {"p", "g", "m", "v", "lr", "t"}, 3,
+                        {{"weight_decay", fattr(static_cast<float>(wd))}, {"decoupled", iattr(decoupled)}},
+                        {{"p", p}, {"g", g}, {"m", m}, {"v", v},
+                         {"lr", Tensor::scalar<float>(static_cast<float>(lr))},
+                         {"t", Tensor::scalar<int64_t>(t)}});
+    int bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double p0 = p.data<float>()[i], gi = g.data<float>()[i];
+      const double gr = decoupled ? gi : gi + wd * p0;
+      const double pd = decoupled ? p0 * (1 - lr * wd) : p0;
+      const double mm = b1 * m.data<float>()[i] + (1 - b1) * gr;
+      const double vv = b2 * v.data<float>()[i] + (1 - b2) * gr * gr;
+      const double want = pd - lr * (mm / (1 - std::pow(b1, t))) /
+                                   (std::sqrt(vv / (1 - std::pow(b2, t))) + 1e-8);
+      bad += std::abs(out[0].data<float>()[i] - want) > 1e-6 + 1e-5 * std::abs(want);
+      bad += std::abs(out[1].data<float>()[i] - mm) > 1e-5 * std::abs(mm) + 1e-9;
+      bad += std::abs(out[2].data<float>()[i] - vv) > 1e-5 * std::abs(vv) + 1e-12;
+    }
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("SGDUpdate/AdamUpdate: skip leaves parameters and state untouched") {
   auto out = run_node("AdamUpdate", {"p", "g", "m", "v", "lr", "t", "skip"}, 3, {},
                       {{"p", Tensor::from_vector<float>({2}, {1, 2})},

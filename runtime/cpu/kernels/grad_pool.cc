@@ -49,6 +49,56 @@ Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Sh
   return forward_window(ctx, attrs, xs, attrs.kernel_shape);
 }
 
+// The 2x2, stride-2 pool without padding or dilation whose windows all lie inside the image
+// (LeNet, VGG): each dX element belongs to at most one window, so one pass writes every element
+// once, dY at the window's first maximum and 0 at the others (and in rows / columns no window
+// reaches), with no separate zeroing and no running-argmax rows. Same rule as the general path:
+// only a strictly larger value replaces the maximum, starting from -inf, and a window of NaNs /
+// -infs sends its gradient to its first element.
+bool is_plain_2x2(const Window3& w) {
+  return w.nd == 2 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2 &&
+         w.dil[1] == 1 && w.dil[2] == 1 && w.pad[1] == 0 && w.pad[2] == 0 &&
+         2 * w.out[1] <= w.in[1] && 2 * w.out[2] <= w.in[2];
+}
+
+template <class T>
+void max_pool_grad_2x2(const T* x, const T* dy, T* dx, int64_t planes, const Window3& w) {
+  const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];
+#pragma omp parallel for schedule(static) if (planes * OH * OW > (1 << 15))
+  for (int64_t nc = 0; nc < planes; ++nc) {
+    const T* xp = x + nc * IH * IW;
+    const T* dyp = dy + nc * OH * OW;
+    T* dxp = dx + nc * IH * IW;
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      const T* r0 = xp + 2 * oy * IW;
+      const T* r1 = r0 + IW;
+      T* d0 = dxp + 2 * oy * IW;
+      T* d1 = d0 + IW;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        const T v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+        // Branch-free (bit masks; with real data the comparisons are unpredictable).
+        T best = -std::numeric_limits<T>::infinity();
+        int32_t at = 0;
+        for (int32_t k = 0; k < 4; ++k) {
+          const int32_t take = -static_cast<int32_t>(v[k] > best);
+          best = v[k] > best ? v[k] : best;
+          at = (at & ~take) | (k & take);
+        }
+        const T g = dyp[oy * OW + ox];
+        d0[2 * ox] = at == 0 ? g : T(0);
+        d0[2 * ox + 1] = at == 1 ? g : T(0);
+        d1[2 * ox] = at == 2 ? g : T(0);
+        d1[2 * ox + 1] = at == 3 ? g : T(0);
+      }
+      if (2 * OW < IW) {
+        std::fill(d0 + 2 * OW, d0 + IW, T(0));
+        std::fill(d1 + 2 * OW, d1 + IW, T(0));
+      }
+    }
+    std::fill(dxp + 2 * OH * IW, dxp + IH * IW, T(0));
+  }
+}
+
 template <class T>
 class MaxPoolGradKernel : public OpKernel {
  public:
@@ -63,6 +113,7 @@ class MaxPoolGradKernel : public OpKernel {
     T* dx = pool_grad_output<T>(ctx, X.shape(), w.out_shape());
     const T* dy = ctx.input(0).data<T>();
     const T* x = X.data<T>();
+    if (is_plain_2x2(w)) return max_pool_grad_2x2(x, dy, dx, X.dim(0) * X.dim(1), w);
     const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1);
     const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2], sx = w.stride[2];
     const int64_t plane = w.in_size(), P = w.out_size(), planes = X.dim(0) * X.dim(1);

@@ -94,6 +94,7 @@ bool reads_on_host(OpId op, int i) {
     case OpId::Slice: return i >= 1;
     case OpId::ReduceGrad: case OpId::SliceGrad: case OpId::ConcatGrad: return i >= 1;
     case OpId::TileGrad: return i == 1;
+    case OpId::GatherGrad: return i == 1 || i == 2;  // shape; indices checked on the host
     case OpId::DropoutGrad: return i >= 2;
     // loss targets: range-checked on the host, then uploaded by the kernel
     case OpId::SoftmaxCrossEntropyLoss: case OpId::NegativeLogLikelihoodLoss: return i == 1;

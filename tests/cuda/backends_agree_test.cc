@@ -311,6 +311,9 @@ const std::vector<Case>& cases() {
                                       ints({1}), ints({-2})}});
     v.push_back({"ConcatGrad", 1, {{"axis", attr_i(1)}},
                  {flt({2, 6, 2}), ints({2, 3, 2}), ints({2, 1, 2}), ints({2, 2, 2})}, 3});
+    v.push_back({"GatherGrad", 1, {{"axis", attr_i(1)}},
+                 {flt({3, 2, 2, 2}), ints({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
+    v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},

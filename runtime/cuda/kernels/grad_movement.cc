@@ -6,9 +6,11 @@
 //     over the r_k (FP32 accumulation)
 //   DropoutGrad(dY, mask, [ratio], [training_mode]) -> dX: dY ⊙ mask / (1 − ratio) in training
 //     with ratio > 0, dY otherwise
+//   GatherGrad(dY, shape(X), indices) -> dX: scatter-add into FP32 (embedding gradients)
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/movement_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/kernels/slice_view.h"
 #include "runtime/cuda/register.h"
@@ -138,6 +140,46 @@ void dropout_grad(KernelContext& ctx) {
                       dx.numel(), static_cast<float>(1.0 / (1.0 - ratio)), stream_of(ctx));
 }
 
+// GatherGrad(dY, shape(X), indices) attr axis: dX = 0; dX[o, idx[j], i] += dY[o, j, i], summed
+// in FP32 with atomics (order-dependent in the last bits, unlike the CPU's sequential sum).
+void gather_grad(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Shape xs = shape_input(ctx, 1);
+  const Tensor& idx = ctx.input(2);
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    ctx.fail(cat("indices must be int64 or int32, got ", dtype_name(idx.dtype())));
+  const int r = static_cast<int>(xs.size());
+  const int axis = norm_axis(ctx, ctx.node().attr_int("axis", 0), r);
+  const int64_t dim = xs[axis];
+  Shape want(xs.begin(), xs.begin() + axis);
+  want.insert(want.end(), idx.shape().begin(), idx.shape().end());
+  want.insert(want.end(), xs.begin() + axis + 1, xs.end());
+  if (dy.shape() != want)
+    ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the gather shape ", shape_str(want)));
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= xs[d];
+  for (int d = axis + 1; d < r; ++d) inner *= xs[d];
+  CudaContext& cc = cuda_context(ctx);
+  Tensor dev_idx = idx;
+  if (idx.device() == Device::CPU) {
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const int64_t k = idx.item_as_int(i);
+      if (k < -dim || k >= dim)
+        ctx.fail(cat("index ", k, " is out of range for axis ", axis, " of ", shape_str(xs)));
+    }
+    dev_idx = cc.upload(idx);
+  }
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+  Tensor acc = dy.dtype() == DType::F32 ? dx : Tensor(DType::F32, xs, Device::CUDA);
+  if (acc.nbytes()) CUDA_CHECK(cudaMemsetAsync(acc.raw_data(), 0, acc.nbytes(), cc.stream()));
+  launch_gather_grad(elem_type(dy.dtype()), dy.raw_data(), dev_idx.raw_data(),
+                     idx.dtype() == DType::I64, acc.data<float>(), outer, dim, inner, idx.numel(),
+                     cc.stream());
+  if (dy.dtype() != DType::F32)
+    launch_cast(ElemType::F32, elem_type(dy.dtype()), acc.raw_data(), dx.raw_data(), dx.numel(),
+                cc.stream());
+}
+
 }  // namespace
 
 void register_grad_movement(KernelRegistry& r) {
@@ -145,6 +187,7 @@ void register_grad_movement(KernelRegistry& r) {
   r.add(OpId::ConcatGrad, Device::CUDA, kAnyDType, function_kernel(concat_grad));
   add_floats(r, OpId::TileGrad, function_kernel(tile_grad));
   add_floats(r, OpId::DropoutGrad, function_kernel(dropout_grad));
+  add_floats(r, OpId::GatherGrad, function_kernel(gather_grad));
 }
 
 }  // namespace oat::cuda

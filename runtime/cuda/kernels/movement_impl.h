@@ -13,6 +13,13 @@ void launch_gather(int elem_bytes, const void* x, const void* indices, bool indi
                    int64_t outer, int64_t axis_dim, int64_t inner, int64_t count, int* bad,
                    cudaStream_t s);
 
+// GatherGrad: acc[o, idx[j], i] += dY[o, j, i] in FP32 (atomics; acc zeroed by the caller),
+// dY of type t viewed as [outer, count, inner], acc as [outer, axis_dim, inner]; out-of-range
+// indices (only possible when they were produced on the device) are skipped.
+void launch_gather_grad(ElemType t, const void* dy, const void* indices, bool indices_i64,
+                        float* acc, int64_t outer, int64_t axis_dim, int64_t inner, int64_t count,
+                        cudaStream_t s);
+
 // Pad through per-axis source maps: out element with coordinates (o_0..o_r) reads X at
 // Σ map_d[o_d]·stride_d, or is `fill` (the element's bytes, little-endian) when any map_d[o_d]
 // is −1. `maps` is the concatenation of the r maps (offsets[d] = start of map d), in device memory.

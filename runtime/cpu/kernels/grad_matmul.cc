@@ -19,6 +19,7 @@
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
+#include "runtime/cpu/kernels/gemm_split.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -39,15 +40,16 @@ void gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, 
     if (!accumulate) C.setZero();
     return;
   }
-  auto run = [&](const auto& opA, const auto& opB) {
+  auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
     if (accumulate) {
-      C.noalias() += alpha * opA * opB;
+      Cs.noalias() += alpha * opA * opB;
     } else if (alpha == T(1)) {
-      C.noalias() = opA * opB;
+      Cs.noalias() = opA * opB;
     } else {
-      C.noalias() = alpha * opA * opB;
+      Cs.noalias() = alpha * opA * opB;
     }
   };
+  auto run = [&](const auto& opA, const auto& opB) { split_product(C, opA, opB, M, N, K, apply); };
   if (!ta && !tb) run(A, B);
   if (!ta && tb) run(A, B.transpose());
   if (ta && !tb) run(A.transpose(), B);

@@ -190,8 +190,8 @@ TrainCommands::TrainCommands(CLI::App& app) {
   eval_->add_option("--loss", e_.loss, "cross-entropy | mse | l1 | bce-with-logits | model");
   eval_->add_option("--threads", e_.threads, "CPU threads (0: all cores)");
 
-  zoo_ = app.add_subcommand("zoo", "Write a model of the zoo (mlp, lenet5) as ONNX");
-  zoo_->add_option("name", z_.name, "mlp | lenet5")->required();
+  zoo_ = app.add_subcommand("zoo", "Write a model of the zoo (mlp, lenet5, resnet18, resnet18-cifar) as ONNX");
+  zoo_->add_option("name", z_.name, "mlp | lenet5 | resnet18 | resnet18-cifar")->required();
   zoo_->add_option("-o,--output", z_.out, "Output .onnx file")->required();
   zoo_->add_option("--seed", z_.seed, "Initialisation seed");
 }

@@ -231,6 +231,43 @@ void externalise(onnx::GraphProto* g, size_t threshold, const std::string& data_
   }
 }
 
+// Writes `proto` to `out_path` (and its initializers over the threshold to OUT.data when
+// `external`, or when the model would pass protobuf's limit), each file atomically; a failure
+// writing the model removes the data file it wrote.
+struct WrittenFiles {
+  std::string data_path;  // "" when no data file was written
+  size_t bytes = 0;       // model + data bytes
+};
+
+WrittenFiles write_model_files(onnx::ModelProto& proto, bool external, const SaveOptions& options,
+                               const std::string& out_path) {
+  const size_t limit = std::min(options.protobuf_limit_bytes, kProtobufLimit);
+  std::string data_bytes;
+  const std::string data_name = fs::path(out_path).filename().string() + ".data";
+  if (external || proto.ByteSizeLong() > limit)
+    externalise(proto.mutable_graph(), options.external_threshold_bytes, data_name, data_bytes);
+  if (proto.ByteSizeLong() > limit)
+    throw Error(cat(out_path,
+                    ": the model is over protobuf's 2 GB limit even with its "
+                    "initializers in external data (large Constant nodes?)"));
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes))
+    throw Error(cat(out_path, ": the model could not be serialised"));
+  WrittenFiles w;
+  w.bytes = bytes.size() + data_bytes.size();
+  if (!data_bytes.empty()) {
+    w.data_path = (fs::path(out_path).parent_path() / data_name).string();
+    write_file_atomic(w.data_path, data_bytes);
+  }
+  try {
+    write_file_atomic(out_path, bytes);
+  } catch (...) {
+    if (!w.data_path.empty()) std::remove(w.data_path.c_str());
+    throw;
+  }
+  return w;
+}
+
 }  // namespace
 
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
@@ -270,27 +307,7 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
     for (int64_t d : it->second.shape()) shape->add_dim()->set_dim_value(d);
   }
 
-  const size_t limit = std::min(options.protobuf_limit_bytes, kProtobufLimit);
-  const bool external = options.external_data || proto.ByteSizeLong() > limit;
-  std::string data_bytes;
-  const std::string data_name = fs::path(out_path).filename().string() + ".data";
-  if (external) externalise(g, options.external_threshold_bytes, data_name, data_bytes);
-  if (proto.ByteSizeLong() > limit)
-    throw Error(cat(out_path,
-                    ": the model is over protobuf's 2 GB limit even with its "
-                    "initializers in external data (large Constant nodes?)"));
-  std::string bytes;
-  if (!proto.SerializeToString(&bytes))
-    throw Error(cat(out_path, ": the model could not be serialised"));
-  const std::string data_path = (fs::path(out_path).parent_path() / data_name).string();
-  const bool has_data = !data_bytes.empty();
-  if (has_data) write_file_atomic(data_path, data_bytes);
-  try {
-    write_file_atomic(out_path, bytes);
-  } catch (...) {
-    if (has_data) std::remove(data_path.c_str());
-    throw;
-  }
+  write_model_files(proto, options.external_data, options, out_path);
 }
 
 namespace {
@@ -424,34 +441,11 @@ SavedModel save_rewritten_model(const Model& model, const Graph& graph, const st
     saved.checked = true;
   }
 
-  const size_t limit = std::min(options.protobuf_limit_bytes, kProtobufLimit);
-  const bool external = options.external_data || has_external_initializers(orig.graph()) ||
-                        proto.ByteSizeLong() > limit;
-  std::string data_bytes;
-  const std::string data_name = fs::path(out_path).filename().string() + ".data";
-  if (external) externalise(g, options.external_threshold_bytes, data_name, data_bytes);
-  if (proto.ByteSizeLong() > limit)
-    throw Error(cat(out_path,
-                    ": the model is over protobuf's 2 GB limit even with its "
-                    "initializers in external data (large Constant nodes?)"));
-  std::string bytes;
-  if (!proto.SerializeToString(&bytes))
-    throw Error(cat(out_path, ": the model could not be serialised"));
-  const std::string data_path = (fs::path(out_path).parent_path() / data_name).string();
-  const bool has_data = !data_bytes.empty();
-  if (has_data) write_file_atomic(data_path, data_bytes);
-  try {
-    write_file_atomic(out_path, bytes);
-  } catch (...) {
-    if (has_data) std::remove(data_path.c_str());
-    throw;
-  }
+  const WrittenFiles w = write_model_files(
+      proto, options.external_data || has_external_initializers(orig.graph()), options, out_path);
   saved.files.push_back(out_path);
-  saved.bytes = bytes.size();
-  if (has_data) {
-    saved.files.push_back(data_path);
-    saved.bytes += data_bytes.size();
-  }
+  saved.bytes = w.bytes;
+  if (!w.data_path.empty()) saved.files.push_back(w.data_path);
   return saved;
 }
 

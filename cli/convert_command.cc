@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/input_files.h"
 #include "convert/auto_search.h"
 #include "convert/export.h"
 #include "onnx_loader/model.h"
@@ -86,43 +87,7 @@ void check_output_file(const std::string& out, const std::string& model) {
 // .npy's stem, a .pb's name) is an input, else the next unbound input in order. Float files are
 // cast to the input's float dtype (a float64 .npy for a float32 input).
 std::map<std::string, Tensor> read_calib(const std::vector<std::string>& specs, const Graph& g) {
-  std::map<std::string, const ValueInfo*> declared;
-  for (const auto& v : g.inputs) declared[v.name] = &v;
-  std::map<std::string, Tensor> feeds;
-  std::vector<std::pair<std::string, onnx_loader::NamedTensor>> unnamed;
-  for (const std::string& spec : specs) {
-    std::string name, file = spec;
-    const auto eq = spec.find('=');
-    std::error_code ec;
-    if (eq != std::string::npos && !fs::exists(spec, ec)) {
-      name = spec.substr(0, eq);
-      file = spec.substr(eq + 1);
-    }
-    onnx_loader::NamedTensor nt = onnx_loader::read_tensor_file(file);
-    if (name.empty()) {
-      unnamed.emplace_back(file, std::move(nt));
-      continue;
-    }
-    if (!declared.count(name))
-      throw Error(cat("--calib ", spec, ": the model has no input named '", name, "'"));
-    if (!feeds.emplace(name, nt.tensor).second)
-      throw Error(cat("--calib: input '", name, "' given twice"));
-  }
-  std::vector<std::pair<std::string, Tensor>> positional;
-  for (auto& [file, nt] : unnamed) {
-    if (declared.count(nt.name) && !feeds.count(nt.name))
-      feeds.emplace(nt.name, nt.tensor);
-    else
-      positional.emplace_back(file, nt.tensor);
-  }
-  size_t next = 0;
-  for (auto& [file, t] : positional) {
-    while (next < g.inputs.size() && feeds.count(g.inputs[next].name)) ++next;
-    if (next == g.inputs.size())
-      throw Error(
-          cat("--calib ", file, ": more files than the model has inputs (", g.inputs.size(), ")"));
-    feeds.emplace(g.inputs[next].name, t);
-  }
+  std::map<std::string, Tensor> feeds = bind_input_files(specs, g, "--calib", false);
   for (const auto& v : g.inputs) {
     auto it = feeds.find(v.name);
     if (it == feeds.end())

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/cuda/device.h"
@@ -44,50 +45,6 @@ void check_output_dir(const std::string& dir) {
     throw Error(cat(dir, ": output folder '", p.string(), "' is not writable"));
 }
 
-// Binds "[NAME=]FILE" specs to graph inputs (see the --input help in app.cc).
-std::map<std::string, Tensor> read_feeds(const std::vector<std::string>& specs, const Graph& g) {
-  std::map<std::string, Tensor> feeds;
-  std::set<std::string> declared;
-  for (const auto& v : g.inputs) declared.insert(v.name);
-  std::vector<std::pair<std::string, onnx_loader::NamedTensor>> unnamed;
-  for (const std::string& spec : specs) {
-    std::string name, file = spec;
-    auto eq = spec.find('=');
-    std::error_code ec;
-    if (eq != std::string::npos && !fs::exists(spec, ec)) {
-      name = spec.substr(0, eq);
-      file = spec.substr(eq + 1);
-      if (name.empty()) throw Error(cat("input '", spec, "': empty name before '='"));
-    }
-    onnx_loader::NamedTensor nt = onnx_loader::read_tensor_file(file);
-    if (name.empty()) {
-      unnamed.emplace_back(file, std::move(nt));
-      continue;
-    }
-    if (!declared.count(name) && !g.initializers.count(name)) {
-      std::string known;
-      for (const auto& v : g.inputs) known += (known.empty() ? "" : ", ") + v.name;
-      throw Error(cat("input '", name, "' is not an input of the model (its inputs: ", known, ")"));
-    }
-    if (!feeds.emplace(name, nt.tensor).second) throw Error(cat("input '", name, "' given twice"));
-  }
-  // Files whose stored name is an input bind to it; the rest fill the unbound inputs in order.
-  std::vector<std::pair<std::string, Tensor>> positional;
-  for (auto& [file, nt] : unnamed) {
-    if (declared.count(nt.name) && !feeds.count(nt.name))
-      feeds.emplace(nt.name, nt.tensor);
-    else
-      positional.emplace_back(file, nt.tensor);
-  }
-  size_t next = 0;
-  for (auto& [file, t] : positional) {
-    while (next < g.inputs.size() && feeds.count(g.inputs[next].name)) ++next;
-    if (next == g.inputs.size())
-      throw Error(cat(file, ": more inputs given than the model has (", g.inputs.size(), ")"));
-    feeds.emplace(g.inputs[next].name, t);
-  }
-  return feeds;
-}
 
 }  // namespace
 
@@ -103,7 +60,7 @@ int run_infer(const InferOptions& o) {
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   Executor exec(model.graph, exec_options);
-  const std::map<std::string, Tensor> feeds = read_feeds(o.inputs, model.graph);
+  const std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
   exec.validate_feeds(feeds);
 
   std::vector<Tensor> outputs;

@@ -1,0 +1,60 @@
+#include "cli/input_files.h"
+
+#include <filesystem>
+#include <set>
+
+#include "onnx_loader/tensor_io.h"
+#include "runtime/error.h"
+
+namespace oat::cli {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, Tensor> bind_input_files(const std::vector<std::string>& specs,
+                                               const Graph& g, const std::string& what,
+                                               bool allow_initializers) {
+  std::map<std::string, Tensor> feeds;
+  std::set<std::string> declared;
+  for (const auto& v : g.inputs) declared.insert(v.name);
+  std::vector<std::pair<std::string, onnx_loader::NamedTensor>> unnamed;
+  for (const std::string& spec : specs) {
+    std::string name, file = spec;
+    const auto eq = spec.find('=');
+    std::error_code ec;
+    if (eq != std::string::npos && !fs::exists(spec, ec)) {
+      name = spec.substr(0, eq);
+      file = spec.substr(eq + 1);
+      if (name.empty()) throw Error(cat(what, " '", spec, "': empty name before '='"));
+    }
+    onnx_loader::NamedTensor nt = onnx_loader::read_tensor_file(file);
+    if (name.empty()) {
+      unnamed.emplace_back(file, std::move(nt));
+      continue;
+    }
+    if (!declared.count(name) && !(allow_initializers && g.initializers.count(name))) {
+      std::string known;
+      for (const auto& v : g.inputs) known += (known.empty() ? "" : ", ") + v.name;
+      throw Error(cat(what, " '", name, "' is not an input of the model (its inputs: ", known, ")"));
+    }
+    if (!feeds.emplace(name, nt.tensor).second) throw Error(cat(what, " '", name, "' given twice"));
+  }
+  // Files whose stored name is an input bind to it; the rest fill the unbound inputs in order.
+  std::vector<std::pair<std::string, Tensor>> positional;
+  for (auto& [file, nt] : unnamed) {
+    if (declared.count(nt.name) && !feeds.count(nt.name))
+      feeds.emplace(nt.name, nt.tensor);
+    else
+      positional.emplace_back(file, nt.tensor);
+  }
+  size_t next = 0;
+  for (auto& [file, t] : positional) {
+    while (next < g.inputs.size() && feeds.count(g.inputs[next].name)) ++next;
+    if (next == g.inputs.size())
+      throw Error(cat(what == "input" ? "" : what + " ", file,
+                      ": more inputs given than the model has (", g.inputs.size(), ")"));
+    feeds.emplace(g.inputs[next].name, t);
+  }
+  return feeds;
+}
+
+}  // namespace oat::cli

@@ -202,6 +202,10 @@ const std::vector<ConvCase>& conv_cases() {
       {"2d SAME_LOWER", {1, 2, 6, 5}, 3, {4, 2}, 1, {}, {}, {}, "SAME_LOWER"},
       {"2d VALID", {2, 2, 7, 6}, 2, {3, 3}, 1, {2, 1}, {}, {}, "VALID"},
       {"2d many small images", {20, 4, 3, 3}, 5, {3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
+      // One input channel, rows >= 8 wide: direct register blocks (conv_direct.h).
+      {"2d one channel (LeNet conv1)", {5, 1, 28, 28}, 6, {5, 5}, 1, {}, {2, 2, 2, 2}, {}, ""},
+      {"2d one channel, 2 row blocks, y stride and dilation", {3, 1, 9, 45}, 4, {3, 4}, 1,
+       {2, 1}, {1, 2, 0, 1}, {2, 1}, "", false},
       {"2d kernel > input, pads", {1, 2, 2, 3}, 2, {4, 4}, 1, {}, {2, 2, 2, 2}, {}, ""},
       // 3x3 stride-1 convs with >= 16 channels take the Winograd path (conv_winograd.h).
       {"winograd pads 1", {3, 16, 9, 7}, 16, {3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
@@ -210,6 +214,7 @@ const std::vector<ConvCase>& conv_cases() {
       {"winograd many images", {17, 16, 4, 5}, 16, {3, 3}, 1, {}, {}, {}, "SAME_UPPER"},
       {"1d", {3, 4, 17}, 6, {5}, 1, {2}, {2, 1}, {}, ""},
       {"1d groups dilated", {2, 4, 12}, 4, {3}, 2, {}, {1, 1}, {3}, ""},
+      {"1d one channel", {2, 1, 20}, 3, {3}, 1, {}, {1, 2}, {}, ""},
       {"3d", {2, 3, 5, 6, 4}, 4, {3, 3, 2}, 1, {1, 2, 1}, {1, 1, 0, 1, 1, 1}, {}, ""},
       {"3d depthwise", {1, 4, 4, 5, 6}, 4, {2, 3, 3}, 4, {}, {0, 1, 1, 1, 1, 1}, {}, ""},
       {"3d pointwise", {2, 4, 3, 3, 3}, 5, {1, 1, 1}, 1, {}, {}, {}, ""},

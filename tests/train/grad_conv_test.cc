@@ -43,6 +43,9 @@ GradCheckCase conv(Shape x, Shape w, bool bias, std::map<std::string, Attribute>
 
 TEST_CASE("gradients: Conv 2-D with strides, pads, dilations") {
   SUBCASE("plain, with bias") { test::check_gradients(conv({2, 3, 5, 5}, {4, 3, 3, 3}, true)); }
+  SUBCASE("one input channel, pads 1") {
+    test::check_gradients(conv({2, 1, 9, 10}, {3, 1, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}));
+  }
   SUBCASE("no bias, 1x1 pointwise") {
     test::check_gradients(conv({2, 4, 3, 3}, {5, 4, 1, 1}, false));
   }
@@ -237,6 +240,10 @@ TEST_CASE("ConvGrad matches direct loops on tiled and threaded paths") {
       check_conv_grad_kernel({5, 16, 9, 9, 8, 1, 1}, dt);
       // Depthwise.
       check_conv_grad_kernel({4, 6, 11, 11, 12, 3, 3, 6, 2, 1}, dt);
+      // One input channel: direct dW (grad_conv_direct.h), LeNet's first conv and rows wider
+      // than one 32-column block.
+      check_conv_grad_kernel({5, 1, 28, 28, 6, 5, 5, 1, 1, 2}, dt);
+      check_conv_grad_kernel({3, 1, 12, 41, 4, 3, 3, 1, 1, 1}, dt);
     }
   }
   set_num_threads(threads);

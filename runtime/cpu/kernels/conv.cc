@@ -5,6 +5,8 @@
 // (g the group of output channel m, X read as 0 in the padding). Three paths:
 //   - depthwise (group == C, one input channel per group): a direct loop over taps, parallel over
 //     (n, m) planes — a GEMM with K = k_size would be all overhead;
+//   - one input channel (C == 1), unit row stride: direct 32-column register blocks over the
+//     taps of a zero-padded copy of the image (conv_direct.h);
 //   - 3x3, stride 1, 16..256 channels, float/double: Winograd F(2x2, 3x3) (conv_winograd.h);
 //   - otherwise im2col (conv_im2col.h) + GEMM: Y_g (Mg x N·P) = W_g (Mg x K) · col (K x N·P),
 //     the columns cut into cache-sized tiles (column_tiles); a pointwise conv (1x1, stride 1,
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "runtime/cpu/kernels/conv_direct.h"
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
 #include "runtime/cpu/kernels/conv_winograd.h"
@@ -148,6 +151,8 @@ class ConvKernel : public OpKernel {
     T* y = Y.data<T>();
 
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise(x, wt, bias, y, N, C, M, w);
+    if (direct_single_channel_conv_applies(w, C, G))  // conv_direct.h
+      return direct_single_channel_conv(x, wt, bias, y, N, M, w, num_threads());
     // Winograd's transforms lose accuracy in 16-bit types: float and double only.
     constexpr bool kWinogradType = std::is_same_v<T, float> || std::is_same_v<T, double>;
     if (kWinogradType && winograd_applies(w, G, C, M))

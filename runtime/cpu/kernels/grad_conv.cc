@@ -10,7 +10,8 @@
 // group and a run of images, tasks run in parallel with per-thread dW accumulators, and one
 // tile's im2col block is reused for W_gᵀ · dY once dW has consumed it. A pointwise conv (1x1,
 // stride 1, no pads) reads X and writes dX directly. Depthwise convs (group == C, one input
-// channel per group) use direct loops over the taps instead:
+// channel per group) use direct loops over the taps instead, and so does dW of any conv with
+// one input channel per group (grad_conv_direct.h):
 //   dW[m, t]                           = Σ_n Σ_o dY[n, m, o] · X[n, m / mult, o·stride - pad +
 //   t·dil] dX[n, c, o·stride - pad + t·dil]  += Σ_{m : m / mult = c} W[m, t] · dY[n, m, o]
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing; it must be
@@ -19,6 +20,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "runtime/cpu/kernels/grad_conv_backward.h"
+#include "runtime/cpu/kernels/grad_conv_direct.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
@@ -225,6 +227,11 @@ class ConvGradKernel : public OpKernel {
     const T* x = X.data<T>();
     const T* wt = W.data<T>();
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise_backward(dy, x, wt, dx, dw, N, C, M, w);
+    if (dw && direct_weight_gradient_applies(w, C, G, M)) {  // one input channel: no im2col
+      direct_weight_gradient(dy, x, dw, N, C, M, w, num_threads());
+      if (dx) gemm_backward(dy, x, wt, dx, static_cast<T*>(nullptr), N, C, M, G, w);
+      return;
+    }
     gemm_backward(dy, x, wt, dx, dw, N, C, M, G, w);
   }
 

@@ -1,0 +1,101 @@
+// The weight gradient of a Conv with one input channel per group (LeNet's first layer: 1 -> 6
+// channels, 5x5, over 28x28 images) as direct loops over the taps, without im2col:
+//
+//   dW[m, 0, t] = Σ_n Σ_o dY[n, m, o] · X[n, g(m), o·stride - pad + t·dil]
+//
+// The im2col + GEMM path (grad_conv.cc) builds a K x (images·P) matrix for a GEMM of tiny
+// M x K output (6 x 25) and huge depth, where packing costs more than the product. Here each
+// thread owns a run of images and a partial sum per (m, tap, output column ox):
+//   acc[m, t, ox] += dY[n, m, oy, ox] · X[n, g(m), iy(oy, t), ox + off_x(t)]
+// an elementwise multiply-add along contiguous output rows (vectorised, no reduction inside
+// the loop), and at the end dW[m, t] = Σ_thread Σ_ox acc[m, t, ox], in a fixed order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/grad_conv_backward.h"
+
+namespace oat::cpu {
+
+// Whether direct_weight_gradient handles this conv: 1-D or 2-D, one input channel per group, unit
+// stride and dilation along the rows (so they read contiguous input), and per-thread partial
+// sums (M · k_size · 32 values) that stay in cache.
+inline bool direct_weight_gradient_applies(const Window3& w, int64_t C, int64_t G, int64_t M) {
+  return C == G && w.out[0] == 1 && w.in[0] == 1 && w.k[0] == 1 && w.stride[2] == 1 &&
+         w.dil[2] == 1 && w.out[2] >= 8 && M * w.k_size() * ((w.out[2] + 31) / 32 * 32) <= (int64_t{1} << 14);
+}
+
+// dW (M x 1 x k) of a Conv with C == G input channels (one per group) over N images; dy is
+// N x M x P, x is N x C x in_size. Runs on up to `threads` threads, each over its own images.
+// Each thread copies an image's input plane into a zero-padded plane (so every tap reads a
+// full OH x OW window) and each dY plane into rows of OWr (OW rounded up to 32) with zero tails;
+// then for each (m, tap) and 32 columns at a time, 32 running sums over the output rows stay in
+// registers:  v[l] += dY[oy, ox0 + l] · Xpad[oy·sy + a·dy, ox0 + l + b].
+template <class T>
+void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C, int64_t M,
+                            const Window3& w, int64_t threads) {
+  constexpr int64_t kL = 32;
+  const int64_t mult = M / C, ks = w.k_size(), P = w.out_size(), plane = w.in_size();
+  const int64_t OH = w.out[1], OW = w.out[2], OWr = (OW + kL - 1) / kL * kL;
+  const int64_t KH = w.k[1], KW = w.k[2], IH = w.in[1], IW = w.in[2];
+  const int64_t sy = w.stride[1], dil_y = w.dil[1];
+  // The padded input: rows iy = -pad_y .. (OH-1)·sy + (KH-1)·dil_y - pad_y, columns
+  // ix = -pad_x .. OWr + KW - 2 - pad_x (zero outside the image).
+  const int64_t PH = (OH - 1) * sy + (KH - 1) * dil_y + 1, PW = OWr + KW - 1;
+  const int64_t size = M * ks * OWr;
+  const int64_t parts = std::max<int64_t>(1, std::min(threads, N));
+  std::vector<T> partial(static_cast<size_t>(parts * size), T(0));
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+  for (int64_t part = 0; part < parts; ++part) {
+    T* acc = partial.data() + part * size;
+    std::vector<T> xpad(static_cast<size_t>(PH * PW), T(0)), dpad(static_cast<size_t>(OH * OWr), T(0));
+    int64_t last_plane = -1;
+    for (int64_t n = N * part / parts; n < N * (part + 1) / parts; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t xp = n * C + m / mult;
+        if (xp != last_plane) {  // copy the input plane into the padded one
+          last_plane = xp;
+          const T* xc = x + xp * plane;
+          for (int64_t r = 0; r < PH; ++r) {
+            T* dst = xpad.data() + r * PW;
+            const int64_t iy = r - w.pad[1];
+            for (int64_t c = 0; c < PW; ++c) {
+              const int64_t ix = c - w.pad[2];
+              dst[c] = iy >= 0 && iy < IH && ix >= 0 && ix < IW ? xc[iy * IW + ix] : T(0);
+            }
+          }
+        }
+        const T* dyp = dy + (n * M + m) * P;
+        for (int64_t oy = 0; oy < OH; ++oy)
+          std::copy(dyp + oy * OW, dyp + (oy + 1) * OW, dpad.data() + oy * OWr);
+        for (int64_t kk = 0; kk < ks; ++kk) {
+          const int64_t a = kk / KW, b = kk % KW;
+          T* accr = acc + (m * ks + kk) * OWr;
+          for (int64_t c0 = 0; c0 < OWr; c0 += kL) {
+            T v[kL] = {};
+            for (int64_t oy = 0; oy < OH; ++oy) {
+              const T* d = dpad.data() + oy * OWr + c0;
+              const T* s = xpad.data() + (oy * sy + a * dil_y) * PW + c0 + b;
+#pragma omp simd
+              for (int64_t l = 0; l < kL; ++l) v[l] += d[l] * s[l];
+            }
+#pragma omp simd
+            for (int64_t l = 0; l < kL; ++l) accr[c0 + l] += v[l];
+          }
+        }
+      }
+  }
+  for (int64_t r = 0; r < M * ks; ++r) {
+    T sum = T(0);
+    for (int64_t part = 0; part < parts; ++part) {
+      const T* a = partial.data() + part * size + r * OWr;
+      for (int64_t ox = 0; ox < OW; ++ox) sum += a[ox];
+    }
+    dw[r] = sum;
+  }
+}
+
+}  // namespace oat::cpu

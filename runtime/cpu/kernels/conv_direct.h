@@ -17,6 +17,19 @@
 
 namespace oat::cpu {
 
+// Copies one IH x IW plane into a zero-padded PH x PW plane whose (pad_y, pad_x) is its (0, 0).
+template <class T>
+void pad_plane(const T* x, int64_t IH, int64_t IW, int64_t pad_y, int64_t pad_x, int64_t PH,
+               int64_t PW, T* dst) {
+  for (int64_t r = 0; r < PH; ++r, dst += PW) {
+    const int64_t iy = r - pad_y;
+    for (int64_t c = 0; c < PW; ++c) {
+      const int64_t ix = c - pad_x;
+      dst[c] = iy >= 0 && iy < IH && ix >= 0 && ix < IW ? x[iy * IW + ix] : T(0);
+    }
+  }
+}
+
 // Whether direct_single_channel_conv handles this conv: 1-D or 2-D, one input channel, unit
 // stride and dilation along the rows, rows at least 8 wide.
 inline bool direct_single_channel_conv_applies(const Window3& w, int64_t C, int64_t G) {
@@ -40,14 +53,7 @@ void direct_single_channel_conv(const T* x, const T* wt, const T* bias, T* y, in
     std::vector<T> xpad(static_cast<size_t>(PH * PW));
     for (int64_t n = N * part / parts; n < N * (part + 1) / parts; ++n) {
       const T* xc = x + n * plane;
-      for (int64_t r = 0; r < PH; ++r) {
-        T* dst = xpad.data() + r * PW;
-        const int64_t iy = r - w.pad[1];
-        for (int64_t c = 0; c < PW; ++c) {
-          const int64_t ix = c - w.pad[2];
-          dst[c] = iy >= 0 && iy < IH && ix >= 0 && ix < IW ? xc[iy * IW + ix] : T(0);
-        }
-      }
+      pad_plane(xc, IH, IW, w.pad[1], w.pad[2], PH, PW, xpad.data());
       for (int64_t m = 0; m < M; ++m) {
         const T* wm = wt + m * ks;
         const T b0 = bias ? bias[m] : T(0);

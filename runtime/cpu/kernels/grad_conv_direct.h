@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/cpu/kernels/conv_direct.h"
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 
@@ -59,14 +60,7 @@ void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C
         if (xp != last_plane) {  // copy the input plane into the padded one
           last_plane = xp;
           const T* xc = x + xp * plane;
-          for (int64_t r = 0; r < PH; ++r) {
-            T* dst = xpad.data() + r * PW;
-            const int64_t iy = r - w.pad[1];
-            for (int64_t c = 0; c < PW; ++c) {
-              const int64_t ix = c - w.pad[2];
-              dst[c] = iy >= 0 && iy < IH && ix >= 0 && ix < IW ? xc[iy * IW + ix] : T(0);
-            }
-          }
+          pad_plane(xc, IH, IW, w.pad[1], w.pad[2], PH, PW, xpad.data());
         }
         const T* dyp = dy + (n * M + m) * P;
         for (int64_t oy = 0; oy < OH; ++oy)

@@ -10,6 +10,7 @@
 //   C[:, strip] = op(A) · op(B)[:, strip]     or     C[strip, :] = op(A)[strip, :] · op(B)
 #pragma once
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 
@@ -59,6 +60,37 @@ void split_product(CMat& C, const AOp& opA, const BOp& opB, int64_t M, int64_t N
       apply(Cs, opA, opB.middleCols(lo, len));
     }
   }
+}
+
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// C[M,N] = alpha · op(A) · op(B) (+ C when accumulate), op(X) = Xᵀ when the flag is set. A is
+// stored [M,K] ([K,M] when ta), B is stored [K,N] ([N,K] when tb), all row-major; Eigen::Maps
+// over the buffers, transposes read in place, strips threaded by split_product. For F32/F64.
+template <class T>
+void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N,
+                    int64_t K, T alpha, bool accumulate) {
+  Eigen::Map<const RowMajorMatrix<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
+  Eigen::Map<RowMajorMatrix<T>> C(c, M, N);
+  if (K == 0) {  // empty inner dimension: the product is zero
+    if (!accumulate) C.setZero();
+    return;
+  }
+  auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
+    if (accumulate) {
+      Cs.noalias() += alpha * opA * opB;
+    } else if (alpha == T(1)) {
+      Cs.noalias() = opA * opB;
+    } else {
+      Cs.noalias() = alpha * opA * opB;
+    }
+  };
+  auto run = [&](const auto& opA, const auto& opB) { split_product(C, opA, opB, M, N, K, apply); };
+  if (!ta && !tb) run(A, B);
+  if (!ta && tb) run(A, B.transpose());
+  if (ta && !tb) run(A.transpose(), B);
+  if (ta && tb) run(A.transpose(), B.transpose());
 }
 
 }  // namespace oat::cpu

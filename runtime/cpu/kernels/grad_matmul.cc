@@ -26,36 +26,6 @@
 namespace oat::cpu {
 namespace {
 
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// C[M,N] (+)= alpha · op(A) · op(B), op(X) = Xᵀ when the flag is set. A is stored [M,K] ([K,M]
-// when ta), B is stored [K,N] ([N,K] when tb), all row-major.
-template <class T>
-void gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, int64_t K, T alpha,
-          bool accumulate) {
-  Eigen::Map<const RowMat<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
-  Eigen::Map<RowMat<T>> C(c, M, N);
-  if (K == 0) {
-    if (!accumulate) C.setZero();
-    return;
-  }
-  auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
-    if (accumulate) {
-      Cs.noalias() += alpha * opA * opB;
-    } else if (alpha == T(1)) {
-      Cs.noalias() = opA * opB;
-    } else {
-      Cs.noalias() = alpha * opA * opB;
-    }
-  };
-  auto run = [&](const auto& opA, const auto& opB) { split_product(C, opA, opB, M, N, K, apply); };
-  if (!ta && !tb) run(A, B);
-  if (!ta && tb) run(A, B.transpose());
-  if (ta && !tb) run(A.transpose(), B);
-  if (ta && tb) run(A.transpose(), B.transpose());
-}
-
 // Fails unless every present input has the dtype of dY (input 0).
 void require_dtype_of_grad(const KernelContext& ctx) {
   const DType want = ctx.input(0).dtype();
@@ -151,19 +121,19 @@ void matmul_grad(KernelContext& ctx) {
   // stack the batch into rows, one GEMM per gradient.
   //   dA[nb·M, K] = dY[nb·M, N] · Bᵀ,   dB[K, N] = A[nb·M, K]ᵀ · dY[nb·M, N]
   if (nbb == 1 && na == nb) {
-    if (da) gemm<T>(g, false, b, true, da, nb * M, K, N, T(1), false);
-    if (db) gemm<T>(a, true, g, false, db, K, N, nb * M, T(1), false);
+    if (da) row_major_gemm<T>(g, false, b, true, da, nb * M, K, N, T(1), false);
+    if (db) row_major_gemm<T>(a, true, g, false, db, K, N, nb * M, T(1), false);
     return;
   }
   const auto off_a = batch_offsets(batch_a, batch), off_b = batch_offsets(batch_b, batch);
   const int64_t flops = M * N * K;
   if (da)
     accumulate_batches(off_a, na, flops, [&](int64_t i, int64_t t, bool acc) {
-      gemm<T>(g + i * M * N, false, b + off_b[i] * K * N, true, da + t * M * K, M, K, N, T(1), acc);
+      row_major_gemm<T>(g + i * M * N, false, b + off_b[i] * K * N, true, da + t * M * K, M, K, N, T(1), acc);
     });
   if (db)
     accumulate_batches(off_b, nbb, flops, [&](int64_t i, int64_t t, bool acc) {
-      gemm<T>(a + off_a[i] * M * K, true, g + i * M * N, false, db + t * K * N, K, N, M, T(1), acc);
+      row_major_gemm<T>(a + off_a[i] * M * K, true, g + i * M * N, false, db + t * K * N, K, N, M, T(1), acc);
     });
   // Every entry of an operand's own batch is reached by at least one product (its dims are
   // those of the broadcast batch or 1), so every target matrix was written.
@@ -206,16 +176,16 @@ class GemmGradKernel : public OpKernel {
     if (ctx.output_requested(0)) {
       T* da = ctx.allocate_output(0, dt, ta.shape()).template data<T>();
       if (!tA)
-        gemm<T>(g, false, b, !tB, da, M, K, N, alpha, false);  // α·dY·B'ᵀ   [M, K]
+        row_major_gemm<T>(g, false, b, !tB, da, M, K, N, alpha, false);  // α·dY·B'ᵀ   [M, K]
       else
-        gemm<T>(b, tB, g, true, da, K, M, N, alpha, false);  // α·B'·dYᵀ   [K, M]
+        row_major_gemm<T>(b, tB, g, true, da, K, M, N, alpha, false);  // α·B'·dYᵀ   [K, M]
     }
     if (ctx.output_requested(1)) {
       T* db = ctx.allocate_output(1, dt, tb.shape()).template data<T>();
       if (!tB)
-        gemm<T>(a, !tA, g, false, db, K, N, M, alpha, false);  // α·A'ᵀ·dY   [K, N]
+        row_major_gemm<T>(a, !tA, g, false, db, K, N, M, alpha, false);  // α·A'ᵀ·dY   [K, N]
       else
-        gemm<T>(g, true, a, tA, db, N, K, M, alpha, false);  // α·dYᵀ·A'   [N, K]
+        row_major_gemm<T>(g, true, a, tA, db, N, K, M, alpha, false);  // α·dYᵀ·A'   [N, K]
     }
     if (ctx.output_requested(2)) {
       if (!tc) ctx.fail("dC is requested but the forward Gemm has no C (input 3)");
@@ -236,10 +206,10 @@ class GemmGradKernel : public OpKernel {
     T* dc = ctx.allocate_output(2, tc.dtype(), cs).template data<T>();
     const T beta = static_cast<T>(attrs_.beta);
     const auto st = broadcast_strides(cs, {M, N});
-    Eigen::Map<const RowMat<T>> G(g, M, N);
+    Eigen::Map<const RowMajorMatrix<T>> G(g, M, N);
     using Vec = Eigen::Array<T, 1, Eigen::Dynamic>;
     if (st[1] == 1 && st[0] == N) {  // same shape
-      Eigen::Map<RowMat<T>>(dc, M, N) = beta * G;
+      Eigen::Map<RowMajorMatrix<T>>(dc, M, N) = beta * G;
     } else if (st[1] == 1) {  // a row broadcast down: column sums, row by row (contiguous)
       Vec acc = Vec::Zero(N);
       for (int64_t i = 0; i < M; ++i) acc += G.row(i).array();

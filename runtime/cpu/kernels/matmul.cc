@@ -1,9 +1,8 @@
 // MatMul and Gemm: dense matrix products through Eigen's GEMM.
 //
-// Matrices are Eigen::Maps over the tensors' row-major buffers, so no operand is copied; Eigen's
-// GEMM runs multithreaded with OpenMP (oat::set_num_threads sets its thread count). Transposed
-// operands are expressed as .transpose() of a Map, which Eigen's GEMM reads in place.
-// F16/BF16 (a later issue) take the same path with FP32 accumulation: see gemm() below.
+// Matrices are Eigen::Maps over the tensors' row-major buffers, so no operand is copied.
+// Transposed operands are expressed as .transpose() of a Map, which Eigen's GEMM reads in place;
+// OpenMP threads split the product into strips (gemm_split.h, row_major_gemm). F16/BF16 widen to float first: see gemm() below.
 // GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
 // GEMM packing (GCC bug 105593); it must be silenced before the first include.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -21,9 +20,6 @@ namespace oat::cpu {
 namespace {
 
 template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-template <class T>
 constexpr bool kLowPrecision = std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
 
 // C[M,N] = alpha * op(A) * op(B) (+ C when accumulate), op(X) = Xᵀ when the flag is set.
@@ -33,34 +29,16 @@ template <class T>
 void gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, int64_t K, T alpha,
           bool accumulate) {
   if constexpr (kLowPrecision<T>) {
-    Eigen::Map<const RowMat<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
-    RowMat<float> af = A.template cast<float>(), bf = B.template cast<float>();
-    Eigen::Map<RowMat<T>> C(c, M, N);
-    RowMat<float> cf =
-        accumulate ? RowMat<float>(C.template cast<float>()) : RowMat<float>::Zero(M, N);
-    gemm<float>(af.data(), ta, bf.data(), tb, cf.data(), M, N, K, static_cast<float>(alpha), true);
+    Eigen::Map<const RowMajorMatrix<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
+    RowMajorMatrix<float> af = A.template cast<float>(), bf = B.template cast<float>();
+    Eigen::Map<RowMajorMatrix<T>> C(c, M, N);
+    RowMajorMatrix<float> cf =
+        accumulate ? RowMajorMatrix<float>(C.template cast<float>()) : RowMajorMatrix<float>::Zero(M, N);
+    row_major_gemm<float>(af.data(), ta, bf.data(), tb, cf.data(), M, N, K, static_cast<float>(alpha),
+                          true);
     C = cf.template cast<T>();
   } else {
-    Eigen::Map<const RowMat<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
-    Eigen::Map<RowMat<T>> C(c, M, N);
-    if (K == 0) {  // empty inner dimension: the product is zero
-      if (!accumulate) C.setZero();
-      return;
-    }
-    auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
-      if (accumulate) {
-        Cs.noalias() += alpha * opA * opB;
-      } else if (alpha == T(1)) {
-        Cs.noalias() = opA * opB;
-      } else {
-        Cs.noalias() = alpha * opA * opB;
-      }
-    };
-    auto run = [&](const auto& opA, const auto& opB) { split_product(C, opA, opB, M, N, K, apply); };
-    if (!ta && !tb) run(A, B);
-    if (!ta && tb) run(A, B.transpose());
-    if (ta && !tb) run(A.transpose(), B);
-    if (ta && tb) run(A.transpose(), B.transpose());
+    row_major_gemm<T>(a, ta, b, tb, c, M, N, K, alpha, accumulate);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
+#include "runtime/cpu/kernels/pad_geometry.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -234,40 +235,6 @@ void gather_elements_grad(KernelContext& ctx) {
 
 // ---- PadGrad ----------------------------------------------------------------------------------
 
-enum class PadMode { Constant, Reflect, Edge, Wrap };
-
-// Source index along one axis for each output position, -1 where the constant goes (pad.cc).
-std::vector<int64_t> pad_axis_map(PadMode mode, int64_t out_n, int64_t n, int64_t pad_begin) {
-  std::vector<int64_t> m(out_n);
-  for (int64_t i = 0; i < out_n; ++i) {
-    int64_t j = i - pad_begin;
-    if (j < 0 || j >= n) {
-      switch (mode) {
-        case PadMode::Constant:
-          j = -1;
-          break;
-        case PadMode::Edge:
-          j = std::clamp<int64_t>(j, 0, n - 1);
-          break;
-        case PadMode::Wrap:
-          j = ((j % n) + n) % n;
-          break;
-        case PadMode::Reflect:
-          if (n == 1) {
-            j = 0;
-            break;
-          }
-          j %= 2 * (n - 1);
-          if (j < 0) j += 2 * (n - 1);
-          if (j >= n) j = 2 * (n - 1) - j;
-          break;
-      }
-    }
-    m[i] = j;
-  }
-  return m;
-}
-
 // The inverse of an axis map as CSR: the output positions reading source j are
 // pos[first[j] .. first[j + 1]).
 struct InverseMap {
@@ -291,17 +258,7 @@ class PadGradKernel : public OpKernel {
  public:
   explicit PadGradKernel(const Node& n)
       : pads_attr_(n.attr_ints("pads")), from_attrs_(n.has_attr("pads")) {
-    const std::string m = n.attr_string("mode", "constant");
-    if (m == "constant")
-      mode_ = PadMode::Constant;
-    else if (m == "reflect")
-      mode_ = PadMode::Reflect;
-    else if (m == "edge")
-      mode_ = PadMode::Edge;
-    else if (m == "wrap")
-      mode_ = PadMode::Wrap;
-    else
-      throw Error(cat(n.describe(), ": unknown pad mode '", m, "'"));
+    mode_ = parse_pad_mode(n);
   }
 
   void compute(KernelContext& ctx) override {

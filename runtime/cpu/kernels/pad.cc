@@ -16,13 +16,12 @@
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/movement.h"
+#include "runtime/cpu/kernels/pad_geometry.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
 
 namespace {
-
-enum class PadMode { Constant, Reflect, Edge, Wrap };
 
 class PadKernel : public OpKernel {
  public:
@@ -30,17 +29,7 @@ class PadKernel : public OpKernel {
       : from_attrs_(n.opset < 11),
         pads_attr_(n.attr_ints(n.opset < 2 ? "paddings" : "pads")),
         value_attr_(n.attr_float("value", 0.0f)) {
-    const std::string m = n.attr_string("mode", "constant");
-    if (m == "constant")
-      mode_ = PadMode::Constant;
-    else if (m == "reflect")
-      mode_ = PadMode::Reflect;
-    else if (m == "edge")
-      mode_ = PadMode::Edge;
-    else if (m == "wrap")
-      mode_ = PadMode::Wrap;
-    else
-      throw Error(cat(n.describe(), ": unknown pad mode '", m, "'"));
+    mode_ = parse_pad_mode(n);
   }
 
   void compute(KernelContext& ctx) override {
@@ -87,7 +76,7 @@ class PadKernel : public OpKernel {
       }
     }
     std::vector<std::vector<int64_t>> map(r);
-    for (int d = 0; d < r; ++d) map[d] = axis_map(out[d], x.shape()[d], begin[d]);
+    for (int d = 0; d < r; ++d) map[d] = pad_axis_map(mode_, out[d], x.shape()[d], begin[d]);
     if (r == 0) {
       std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
       return;
@@ -100,39 +89,6 @@ class PadKernel : public OpKernel {
   }
 
  private:
-  // Source index along one axis for each output position, -1 where the constant goes.
-  std::vector<int64_t> axis_map(int64_t out_n, int64_t n, int64_t pad_begin) const {
-    std::vector<int64_t> m(out_n);
-    for (int64_t i = 0; i < out_n; ++i) {
-      int64_t j = i - pad_begin;
-      if (j >= 0 && j < n) {
-        m[i] = j;
-        continue;
-      }
-      switch (mode_) {
-        case PadMode::Constant:
-          j = -1;
-          break;
-        case PadMode::Edge:
-          j = std::clamp<int64_t>(j, 0, n - 1);
-          break;
-        case PadMode::Wrap:
-          j = ((j % n) + n) % n;
-          break;
-        case PadMode::Reflect:
-          if (n == 1) {
-            j = 0;
-            break;
-          }
-          j = j % (2 * (n - 1));  // the reflection repeats with period 2(n-1)
-          if (j < 0) j += 2 * (n - 1);
-          if (j >= n) j = 2 * (n - 1) - j;
-          break;
-      }
-      m[i] = j;
-    }
-    return m;
-  }
 
   template <class W>
   static void run(const W* src, W* dst, W value, const Shape& in, const Shape& out,

@@ -1,0 +1,62 @@
+// Pad's index rule, shared by Pad (pad.cc) and its gradient PadGrad (grad_movement.cc).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+#include "runtime/graph.h"
+
+namespace oat::cpu {
+
+enum class PadMode { Constant, Reflect, Edge, Wrap };
+
+// The node's "mode" attribute (default "constant"); an unknown mode is an error naming the node.
+inline PadMode parse_pad_mode(const Node& n) {
+  const std::string m = n.attr_string("mode", "constant");
+  if (m == "constant") return PadMode::Constant;
+  if (m == "reflect") return PadMode::Reflect;
+  if (m == "edge") return PadMode::Edge;
+  if (m == "wrap") return PadMode::Wrap;
+  throw Error(cat(n.describe(), ": unknown pad mode '", m, "'"));
+}
+
+// Source index along one axis for each of the out_n output positions of an axis of size n padded
+// by pad_begin in front, -1 where the constant goes:
+//   j = i - pad_begin inside; outside: edge clamps, wrap is j mod n, reflect mirrors about the
+//   ends without repeating them (period 2(n-1)).
+inline std::vector<int64_t> pad_axis_map(PadMode mode, int64_t out_n, int64_t n,
+                                         int64_t pad_begin) {
+  std::vector<int64_t> m(out_n);
+  for (int64_t i = 0; i < out_n; ++i) {
+    int64_t j = i - pad_begin;
+    if (j < 0 || j >= n) {
+      switch (mode) {
+        case PadMode::Constant:
+          j = -1;
+          break;
+        case PadMode::Edge:
+          j = std::clamp<int64_t>(j, 0, n - 1);
+          break;
+        case PadMode::Wrap:
+          j = ((j % n) + n) % n;
+          break;
+        case PadMode::Reflect:
+          if (n == 1) {
+            j = 0;
+            break;
+          }
+          j %= 2 * (n - 1);
+          if (j < 0) j += 2 * (n - 1);
+          if (j >= n) j = 2 * (n - 1) - j;
+          break;
+      }
+    }
+    m[i] = j;
+  }
+  return m;
+}
+
+}  // namespace oat::cpu

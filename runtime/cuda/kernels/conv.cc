@@ -1,7 +1,7 @@
 // Conv forward and ConvGrad (backward data, filter, bias) through cuDNN 9's convolution API.
 // Each kernel keeps one plan per (X, W, dtype) shape: descriptors and the algorithms cuDNN's
-// heuristics rank first (cudnnGetConvolution*Algorithm_v7: no benchmarking, no synchronisation),
-// chosen once and reused; workspaces come from the caching allocator.
+// heuristics rank first (cudnn_desc.h: no benchmarking, no synchronisation), chosen once and
+// reused; workspaces come from the caching allocator.
 // Math: FP32 accumulation everywhere (compute type FLOAT); F16/BF16 on tensor cores
 // (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference.
 // Geometry (output size, auto_pad) comes from the CPU's conv_geometry; cuDNN pads symmetrically,
@@ -24,8 +24,6 @@
 namespace oat::cuda {
 
 namespace {
-
-constexpr int kAlgoCandidates = 8;
 
 struct ConvPlan {
   Shape y_shape;
@@ -72,21 +70,8 @@ std::unique_ptr<ConvPlan> make_plan(const KernelContext& ctx, const cpu::WindowA
   Shape bshape(x.rank(), 1);
   bshape[1] = w.dim(0);
   plan->bias.set(t, bshape);
-  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(plan->conv.get(), sd, pad.data(), stride.data(),
-                                              dil.data(), CUDNN_CROSS_CORRELATION,
-                                              CUDNN_DATA_FLOAT));
-  CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv.get(), static_cast<int>(group)));
-  CUDNN_CHECK(cudnnSetConvolutionMathType(
-      plan->conv.get(), t == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  plan->conv.set(t, pad, stride, dil, group);
   return plan;
-}
-
-// The first algorithm cuDNN's heuristics rank that reports success.
-template <class Perf>
-auto pick(const KernelContext& ctx, const Perf* perf, int n, const char* what) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
-  ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
 }
 
 // Plans by (X shape, W shape, dtype).
@@ -100,29 +85,18 @@ class PlanCache {
     ConvPlan& p = *it->second;
     cudnnHandle_t h = cuda_context(ctx).cudnn();
     if (!backward && !fwd_ready_.count(key)) {
-      cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCandidates];
-      int n = 0;
-      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(),
-                                                         p.y.get(), kAlgoCandidates, &n, perf));
-      p.fwd = pick(ctx, perf, n, "forward");
-      CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p.x.get(), p.w.get(), p.conv.get(),
-                                                          p.y.get(), p.fwd, &p.fwd_ws));
+      const auto f = forward_algo(ctx, h, p.x, p.w, p.conv, p.y);
+      p.fwd = f.algo;
+      p.fwd_ws = f.workspace;
       fwd_ready_.insert(key);
     }
     if (backward && !bwd_ready_.count(key)) {
-      cudnnConvolutionBwdDataAlgoPerf_t dperf[kAlgoCandidates];
-      cudnnConvolutionBwdFilterAlgoPerf_t fperf[kAlgoCandidates];
-      int n = 0;
-      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kAlgoCandidates, &n, dperf));
-      p.bwd_data = pick(ctx, dperf, n, "backward-data");
-      CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), p.bwd_data, &p.bwd_data_ws));
-      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kAlgoCandidates, &n, fperf));
-      p.bwd_filter = pick(ctx, fperf, n, "backward-filter");
-      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), p.bwd_filter, &p.bwd_filter_ws));
+      const auto d = backward_data_algo(ctx, h, p.w, p.y, p.conv, p.x);
+      p.bwd_data = d.algo;
+      p.bwd_data_ws = d.workspace;
+      const auto f = backward_filter_algo(ctx, h, p.x, p.y, p.conv, p.w);
+      p.bwd_filter = f.algo;
+      p.bwd_filter_ws = f.workspace;
       bwd_ready_.insert(key);
     }
     return p;

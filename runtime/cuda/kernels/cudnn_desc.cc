@@ -37,4 +37,73 @@ void FilterDesc::set(DType t, const Shape& shape) {
                                          static_cast<int>(dims.size()), dims.data()));
 }
 
+void ConvDesc::set(DType t, const std::vector<int>& pad, const std::vector<int>& stride,
+                   const std::vector<int>& dil, int64_t group) {
+  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(d_, static_cast<int>(pad.size()), pad.data(),
+                                              stride.data(), dil.data(), CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(d_, static_cast<int>(group)));
+  CUDNN_CHECK(
+      cudnnSetConvolutionMathType(d_, t == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+}
+
+namespace {
+
+constexpr int kAlgoCandidates = 8;
+
+template <class Perf>
+auto first_success(const KernelContext& ctx, const Perf* perf, int n, const char* what) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
+  ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
+}
+
+}  // namespace
+
+ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
+                                                 const TensorDesc& x, const FilterDesc& w,
+                                                 const ConvDesc& conv, const TensorDesc& y) {
+  cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCandidates];
+  int n = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x.get(), w.get(), conv.get(), y.get(),
+                                                     kAlgoCandidates, &n, perf));
+  ConvAlgo<cudnnConvolutionFwdAlgo_t> a;
+  a.algo = first_success(ctx, perf, n, "forward");
+  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x.get(), w.get(), conv.get(), y.get(),
+                                                      a.algo, &a.workspace));
+  return a;
+}
+
+ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& ctx,
+                                                           cudnnHandle_t h, const FilterDesc& w,
+                                                           const TensorDesc& dy,
+                                                           const ConvDesc& conv,
+                                                           const TensorDesc& dx) {
+  cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgoCandidates];
+  int n = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w.get(), dy.get(), conv.get(),
+                                                          dx.get(), kAlgoCandidates, &n, perf));
+  ConvAlgo<cudnnConvolutionBwdDataAlgo_t> a;
+  a.algo = first_success(ctx, perf, n, "backward-data");
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w.get(), dy.get(), conv.get(),
+                                                           dx.get(), a.algo, &a.workspace));
+  return a;
+}
+
+ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelContext& ctx,
+                                                               cudnnHandle_t h, const TensorDesc& x,
+                                                               const TensorDesc& dy,
+                                                               const ConvDesc& conv,
+                                                               const FilterDesc& dw) {
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgoCandidates];
+  int n = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.get(), dy.get(), conv.get(),
+                                                            dw.get(), kAlgoCandidates, &n, perf));
+  ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> a;
+  a.algo = first_success(ctx, perf, n, "backward-filter");
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x.get(), dy.get(), conv.get(),
+                                                             dw.get(), a.algo, &a.workspace));
+  return a;
+}
+
 }  // namespace oat::cuda

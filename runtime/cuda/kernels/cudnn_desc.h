@@ -1,10 +1,13 @@
 // RAII wrappers of cuDNN descriptors and the NCHW descriptors the conv, pool and norm kernels
 // build. Spatial ranks 1..3: 1-D data gets a leading spatial 1 (cuDNN wants at least 4-D).
+// Also what the convolution kernels (conv.cc, conv_transpose.cc) share: the convolution
+// descriptor's math settings and the choice of an algorithm with its workspace size.
 #pragma once
 
 #include <vector>
 
 #include "runtime/cuda/check.h"
+#include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
 namespace oat::cuda {
@@ -47,6 +50,11 @@ class ConvDesc {
   ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d_); }
   ConvDesc(const ConvDesc&) = delete;
   ConvDesc& operator=(const ConvDesc&) = delete;
+  // Cross-correlation with `group` groups and pad, stride, dilation per spatial dim (cuDNN's
+  // spatial rank, at least 2); FP32 accumulation; F16/BF16 on tensor cores
+  // (CUDNN_TENSOR_OP_MATH), F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference.
+  void set(DType t, const std::vector<int>& pad, const std::vector<int>& stride,
+           const std::vector<int>& dil, int64_t group);
   cudnnConvolutionDescriptor_t get() const { return d_; }
 
  private:
@@ -64,5 +72,30 @@ class PoolDesc {
  private:
   cudnnPoolingDescriptor_t d_ = nullptr;
 };
+
+// An algorithm for one convolution and the workspace bytes it needs: the first of those
+// cudnnGet*Algorithm_v7 ranks (heuristics only: no benchmarking, no synchronisation) that reports
+// success; fails naming the direction when none does. Argument order as the cuDNN call it plans:
+//   forward:          Y = X ⋆ W                 (x, w, conv, y)
+//   backward data:    dX from W and dY          (w, dy, conv, dx)
+//   backward filter:  dW from X and dY          (x, dy, conv, dw)
+template <class Algo>
+struct ConvAlgo {
+  Algo algo{};
+  size_t workspace = 0;
+};
+ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
+                                                 const TensorDesc& x, const FilterDesc& w,
+                                                 const ConvDesc& conv, const TensorDesc& y);
+ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& ctx,
+                                                           cudnnHandle_t h, const FilterDesc& w,
+                                                           const TensorDesc& dy,
+                                                           const ConvDesc& conv,
+                                                           const TensorDesc& dx);
+ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelContext& ctx,
+                                                               cudnnHandle_t h, const TensorDesc& x,
+                                                               const TensorDesc& dy,
+                                                               const ConvDesc& conv,
+                                                               const FilterDesc& dw);
 
 }  // namespace oat::cuda

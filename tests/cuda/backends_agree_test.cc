@@ -279,6 +279,32 @@ const std::vector<Case>& cases() {
     v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
     v.push_back({"BatchNormalization", 15, {},
                  {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
+    // InstanceNormalization and its gradient (BatchNormalizationGrad with instance = 1),
+    // BatchNormalization spatial = 0 (opset < 9)
+    const std::vector<DType> all = {DType::F32, DType::F16, DType::BF16};
+    v.push_back({"InstanceNormalization", 6, {}, {flt({2, 3, 4, 5}), flt({3}), flt({3})}});
+    v.push_back({"InstanceNormalization", 6, {{"epsilon", attr_f(1e-3f)}},
+                 {flt({2, 3, 7}), flt({3}), flt({3})}, 1, all, "1-D"});
+    v.push_back({"BatchNormalizationGrad", 1,
+                 {{"instance", attr_i(1)}, {"training_mode", attr_i(1)}},
+                 {flt({2, 3, 4, 5}), flt({2, 3, 4, 5}), f32({3})}, 3, all, "instance"});
+    v.push_back({"BatchNormalizationGrad", 1, {{"instance", attr_i(1)}},
+                 {flt({2, 3, 6}), flt({2, 3, 6}), flt({3})}, 3, all, "instance, scale in dtype"});
+    v.push_back({"BatchNormalization", 7, {{"spatial", attr_i(0)}},
+                 {flt({2, 3, 4}), f32({3, 4}), f32({3, 4}), f32({3, 4}), f32({3, 4}, In::Positive)},
+                 1, all, "spatial=0"});
+    v.push_back({"BatchNormalization", 7, {{"spatial", attr_i(0)}, {"momentum", attr_f(0.8f)}},
+                 {flt({4, 3, 2, 2}), f32({3, 2, 2}), f32({3, 2, 2}), f32({3, 2, 2}),
+                  f32({3, 2, 2}, In::Positive)},
+                 5, all, "spatial=0, training"});
+    v.push_back({"BatchNormalizationGrad", 1,
+                 {{"spatial", attr_i(0)}, {"training_mode", attr_i(1)}},
+                 {flt({4, 3, 2, 2}), flt({4, 3, 2, 2}), f32({3, 2, 2})}, 3, all,
+                 "spatial=0, training"});
+    v.push_back({"BatchNormalizationGrad", 1, {{"spatial", attr_i(0)}},
+                 {flt({4, 3, 5}), flt({4, 3, 5}), f32({3, 5}), f32({3, 5}),
+                  f32({3, 5}, In::Positive)},
+                 3, all, "spatial=0"});
     // gradients (internal domain)
     for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad"})  // (dY, Y)
       v.push_back({op, 1, {}, {flt({3, 17}), In{In::Unit, {3, 17}}}});

@@ -13,6 +13,11 @@ __device__ __forceinline__ int64_t channel_index(int64_t k, int64_t c, ChannelSh
   return (n * sh.C + c) * sh.S + (k - n * sh.S);
 }
 
+// The scale/bias entry of statistics channel c.
+__device__ __forceinline__ int64_t param_index(int64_t c, ChannelShape sh) {
+  return sh.params > 0 ? c % sh.params : c;
+}
+
 template <class T>
 __global__ void bn_stats_kernel(const T* x, float* mean, float* var, ChannelShape sh) {
   const int64_t c = blockIdx.x, m = sh.N * sh.S;
@@ -36,9 +41,9 @@ __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float
                                 const float* scale, const float* bias, float eps,
                                 ChannelShape sh) {
   OAT_GRID_STRIDE_LOOP(i, sh.N * sh.C * sh.S) {
-    const int64_t c = (i / sh.S) % sh.C;
-    const float a = scale[c] * rsqrtf(var[c] + eps);
-    y[i] = from_float<T>((to_float(x[i]) - mean[c]) * a + bias[c]);
+    const int64_t c = (i / sh.S) % sh.C, pc = param_index(c, sh);
+    const float a = scale[pc] * rsqrtf(var[c] + eps);
+    y[i] = from_float<T>((to_float(x[i]) - mean[c]) * a + bias[pc]);
   }
 }
 
@@ -80,7 +85,7 @@ __global__ void bn_grad_dx_kernel(const T* dy, const T* x, const float* mean, co
       const float xh = (to_float(x[i]) - mean[c]) * inv;
       v = g - sum_dy[c] / m - xh * sum_dyxh[c] / m;
     }
-    dx[i] = from_float<T>(scale[c] * inv * v);
+    dx[i] = from_float<T>(scale[param_index(c, sh)] * inv * v);
   }
 }
 

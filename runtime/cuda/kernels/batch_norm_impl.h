@@ -1,5 +1,9 @@
 // Launchers of the BatchNormalization kernels (batch_norm_impl.cu); formulas in batch_norm.cc.
-// X is viewed as [N, C, S]; every per-channel array is FP32 [C].
+// X is viewed as [N, C, S]: C statistics channels of N chunks of S contiguous elements; every
+// per-channel array is FP32 [C], except scale and bias, which have `params` entries (channel c
+// reads scale[c % params]; params = 0 means C). Instance statistics are N·C channels of one
+// plane each: {N = 1, C = N·C, S, params = C}; per-activation statistics (spatial = 0) are C·S
+// channels of S = 1.
 #pragma once
 
 #include "runtime/cuda/kernels/launch.h"
@@ -8,6 +12,7 @@ namespace oat::cuda {
 
 struct ChannelShape {
   int64_t N = 0, C = 0, S = 1;
+  int64_t params = 0;
 };
 
 // Batch statistics per channel (population variance), one block per channel.

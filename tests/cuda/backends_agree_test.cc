@@ -280,7 +280,7 @@ const std::vector<Case>& cases() {
     v.push_back({"BatchNormalization", 15, {},
                  {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
     // InstanceNormalization and its gradient (BatchNormalizationGrad with instance = 1),
-    // BatchNormalization spatial = 0 (opset < 9)
+    // BatchNormalization spatial = 0 (opset < 9), MaxPool's Indices
     const std::vector<DType> all = {DType::F32, DType::F16, DType::BF16};
     v.push_back({"InstanceNormalization", 6, {}, {flt({2, 3, 4, 5}), flt({3}), flt({3})}});
     v.push_back({"InstanceNormalization", 6, {{"epsilon", attr_f(1e-3f)}},
@@ -305,6 +305,17 @@ const std::vector<Case>& cases() {
                  {flt({4, 3, 5}), flt({4, 3, 5}), f32({3, 5}), f32({3, 5}),
                   f32({3, 5}, In::Positive)},
                  3, all, "spatial=0"});
+    v.push_back({"MaxPool", 12,
+                 {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})},
+                  {"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({2, 3, 7, 7})}, 2, all, "Indices"});
+    v.push_back({"MaxPool", 12,
+                 {{"kernel_shape", attr_ints({2, 3})}, {"dilations", attr_ints({2, 1})},
+                  {"strides", attr_ints({2, 2})}, {"pads", attr_ints({0, 1, 1, 0})},
+                  {"ceil_mode", attr_i(1)}, {"storage_order", attr_i(1)}},
+                 {flt({1, 2, 7, 6})}, 2, all, "Indices, column-major, dilated, ceil"});
+    v.push_back({"MaxPool", 12, {{"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}},
+                 {flt({2, 2, 9})}, 2, all, "Indices 1-D"});
     // gradients (internal domain)
     for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad"})  // (dY, Y)
       v.push_back({op, 1, {}, {flt({3, 17}), In{In::Unit, {3, 17}}}});

@@ -1,9 +1,13 @@
 // Pooling through cuDNN (BatchNormalization: batch_norm.cc).
 //
 // MaxPool / AveragePool: geometry from the CPU's conv_geometry; cuDNN pads symmetrically, has no
-// dilation and computes floor-mode sizes, so windows needing any of those (and MaxPool's Indices
-// output) are reported as unsupported rather than approximated. AveragePool divides by the
-// window including padding when count_include_pad = 1, by the real elements otherwise.
+// dilation and computes floor-mode sizes, so windows needing any of those are reported as
+// unsupported rather than approximated. AveragePool divides by the window including padding when
+// count_include_pad = 1, by the real elements otherwise.
+// MaxPool with its Indices output runs an own kernel (pool_impl.cu) on the CPU's window, any
+// window (dilation, asymmetric pads, ceil mode included): Y = the first maximum of each window,
+// Indices = its flat index in X over (N, C, spatial), the spatial part row-major
+// (storage_order = 0) or column-major (storage_order = 1), as the CPU's max_pool_with_indices.
 // GlobalAveragePool / GlobalMaxPool: one window over all spatial dims.
 
 #include <algorithm>
@@ -11,6 +15,7 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/pool_impl.h"
 #include "runtime/cuda/kernels/pool_window.h"
 #include "runtime/cuda/register.h"
 
@@ -40,9 +45,11 @@ class PoolKernel : public OpKernel {
   explicit PoolKernel(const Node& n)
       : attrs_(cpu::parse_window_attrs(n)),
         max_(n.op == OpId::MaxPool),
-        include_pad_(n.attr_int("count_include_pad", 0) != 0) {
+        include_pad_(n.attr_int("count_include_pad", 0) != 0),
+        column_major_(n.attr_int("storage_order", 0) != 0) {
+    const bool indices = max_ && n.outputs.size() > 1 && !n.outputs[1].empty();
     for (int64_t d : attrs_.dilations)
-      if (d != 1)
+      if (d != 1 && !indices)
         throw Unsupported(cat(n.describe(), ": dilated pooling has no cuDNN kernel"),
                           "MaxPool(dilations)[cuda]");
   }
@@ -50,9 +57,10 @@ class PoolKernel : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
-    if (max_ && ctx.output_requested(1))
-      throw Unsupported(cat(ctx.node().describe(), ": MaxPool's Indices output has no CUDA kernel"),
-                        "MaxPool(Indices)[cuda]");
+    if (max_ && ctx.output_requested(1)) {
+      max_pool_with_indices(ctx);
+      return;
+    }
     const PoolWindow w = pool_window(ctx, attrs_, x.shape());
     const cudnnPoolingMode_t mode =
         max_ ? CUDNN_POOLING_MAX
@@ -62,9 +70,23 @@ class PoolKernel : public OpKernel {
   }
 
  private:
+  void max_pool_with_indices(KernelContext& ctx) const {
+    const Tensor& x = ctx.input(0);
+    if (attrs_.kernel_shape.empty()) ctx.fail("the kernel_shape attribute is required");
+    const cpu::Window3 w = cpu::forward_window(ctx, attrs_, x.shape(), attrs_.kernel_shape);
+    Shape y_shape = {x.dim(0), x.dim(1)};
+    for (int64_t d : w.out_shape()) y_shape.push_back(d);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
+    Tensor& indices = ctx.allocate_output(1, DType::I64, y_shape);
+    launch_max_pool_indices(elem_type(x.dtype()), x.raw_data(), y.raw_data(),
+                            indices.data<int64_t>(), x.dim(0) * x.dim(1), pool_geometry(w),
+                            column_major_, stream_of(ctx));
+  }
+
   cpu::WindowAttrs attrs_;
   bool max_;
   bool include_pad_;
+  bool column_major_;  // MaxPool storage_order = 1
 };
 
 template <bool Max>
@@ -95,6 +117,19 @@ PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, 
   p.y_shape = {x[0], x[1]};
   for (int64_t d : w.out_shape()) p.y_shape.push_back(d);
   return p;
+}
+
+PoolGeometry pool_geometry(const cpu::Window3& w) {
+  PoolGeometry g;
+  for (int s = 0; s < 3; ++s) {
+    g.in[s] = w.in[s];
+    g.out[s] = w.out[s];
+    g.k[s] = w.k[s];
+    g.stride[s] = w.stride[s];
+    g.dil[s] = w.dil[s];
+    g.pad[s] = w.pad[s];
+  }
+  return g;
 }
 
 PoolWindow global_window(const Shape& x) {

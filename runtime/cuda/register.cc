@@ -13,6 +13,7 @@ void register_kernels(KernelRegistry& r) {
   register_softmax(r);
   register_reduce(r);
   register_conv(r);
+  register_conv_transpose(r);
   register_pool(r);
   register_batch_norm(r);
   register_optimizer(r);

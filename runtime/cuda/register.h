@@ -14,6 +14,7 @@ void register_pad(KernelRegistry& r);          // kernels/pad.cc: Pad
 void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax
 void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
 void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)
+void register_conv_transpose(KernelRegistry& r);  // kernels/conv_transpose.cc: ConvTranspose(+Grad)
 void register_pool(KernelRegistry& r);         // kernels/pool.cc: pooling (cuDNN)
 void register_batch_norm(KernelRegistry& r);   // kernels/batch_norm.cc: BatchNormalization(+Grad)
 void register_optimizer(KernelRegistry& r);    // kernels/optimizer.cc: fused AMP kernels

@@ -279,9 +279,33 @@ const std::vector<Case>& cases() {
     v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
     v.push_back({"BatchNormalization", 15, {},
                  {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
-    // InstanceNormalization and its gradient (BatchNormalizationGrad with instance = 1),
-    // BatchNormalization spatial = 0 (opset < 9), MaxPool's Indices
+    // ConvTranspose(+Grad), InstanceNormalization and its gradient (BatchNormalizationGrad with
+    // instance = 1), BatchNormalization spatial = 0 (opset < 9), MaxPool's Indices
     const std::vector<DType> all = {DType::F32, DType::F16, DType::BF16};
+    const std::map<std::string, Attribute> ct_pads = {{"strides", attr_ints({2, 2})},
+                                                      {"pads", attr_ints({1, 1, 1, 1})},
+                                                      {"output_padding", attr_ints({1, 1})}};
+    const std::map<std::string, Attribute> ct_group = {
+        {"group", attr_i(2)}, {"dilations", attr_ints({2})}, {"strides", attr_ints({3})}};
+    const std::map<std::string, Attribute> ct_shape = {{"strides", attr_ints({2, 2})},
+                                                       {"output_shape", attr_ints({8, 7})}};
+    v.push_back({"ConvTranspose", 11, ct_pads, {flt({2, 4, 3, 3}), flt({4, 3, 3, 3}), flt({3})}});
+    v.push_back({"ConvTranspose", 11, ct_group, {flt({2, 4, 5}), flt({4, 2, 3})}, 1, all,
+                 "group, dilated 1-D"});
+    v.push_back({"ConvTranspose", 11, ct_shape, {flt({1, 2, 3, 3}), flt({2, 3, 3, 3})}, 1, all,
+                 "output_shape"});
+    v.push_back({"ConvTranspose", 11,
+                 {{"auto_pad", attr_s("SAME_LOWER")}, {"strides", attr_ints({2, 2})}},
+                 {flt({1, 2, 3, 3}), flt({2, 3, 3, 3}), flt({3})}, 1, all, "SAME_LOWER"});
+    v.push_back({"ConvTranspose", 11, {{"pads", attr_ints({0, 1, 0, 0, 1, 0})}},
+                 {flt({1, 2, 2, 3, 3}), flt({2, 2, 2, 2, 2})}, 1, all, "3-D"});
+    v.push_back({"ConvTransposeGrad", 1, ct_pads,
+                 {flt({2, 3, 6, 6}), flt({2, 4, 3, 3}), flt({4, 3, 3, 3})}, 3});
+    v.push_back({"ConvTransposeGrad", 1, ct_group,
+                 {flt({2, 4, 17}), flt({2, 4, 5}), flt({4, 2, 3})}, 3, all, "group, dilated 1-D"});
+    v.push_back({"ConvTransposeGrad", 1, ct_shape,
+                 {flt({1, 3, 8, 7}), flt({1, 2, 3, 3}), flt({2, 3, 3, 3})}, 3, all,
+                 "output_shape"});
     v.push_back({"InstanceNormalization", 6, {}, {flt({2, 3, 4, 5}), flt({3}), flt({3})}});
     v.push_back({"InstanceNormalization", 6, {{"epsilon", attr_f(1e-3f)}},
                  {flt({2, 3, 7}), flt({3}), flt({3})}, 1, all, "1-D"});

@@ -1,0 +1,266 @@
+// ConvTranspose and ConvTransposeGrad through cuDNN, the semantics of the CPU's conv_transpose.cc
+// and grad_conv_transpose.cc (same checks and messages).
+//
+// ConvTranspose is the adjoint (the data gradient) of the Conv whose input is the ConvTranspose
+// output Y [N, M, out...] and whose output is the ConvTranspose input X [N, C, in...]; W
+// [C, M/group, k...] is that Conv's filter as it stands. The CPU's conv_transpose_window gives
+// that Conv's geometry from group, strides, pads, dilations, auto_pad, output_padding and
+// output_shape, so:
+//   Y     = cudnnConvolutionBackwardData(W, dy = X) + B
+//   dX    = cudnnConvolutionForward(x = dY, W)           (the Conv itself, run on dY)
+//   dW    = cudnnConvolutionBackwardFilter(x = dY, dy = X)
+//   dB[m] = Σ_{n, spatial} dY[n, m, ...]                 (cudnnConvolutionBackwardBias)
+// FP32 accumulation; F16/BF16 on tensor cores, F32 without TF32 (cudnn_desc.h). Algorithms are
+// chosen once per (X, W, dtype) and cached in the kernel; workspaces from CudaContext::scratch.
+//
+// Padding: cuDNN pads both ends by the begin padding p. Along an axis, the Conv over Y (length
+// `out`, dilated kernel extent dk) then has floor((out + 2p − dk)/stride) + 1 windows, starting at
+// o·stride − p, exactly the CPU's windows when that count is X's length `in`:
+//   out + 2p − dk = stride·(in − 1) + output_padding + p − pad_end,
+// so the condition is 0 ≤ output_padding + p − pad_end < stride (symmetric pads with
+// output_padding < stride always qualify; so does an output_shape up to stride − 1 −
+// output_padding beyond the natural size, pad_end then being negative). Windows whose end padding
+// is larger (SAME_UPPER with an odd total, larger explicit end pads) and negative pads are
+// reported as unsupported, as conv.cc reports asymmetric Conv padding.
+// Empty tensors (N = 0, no channels) skip cuDNN: Y = B (or 0), dW = 0, dB = 0.
+#include "runtime/cuda/kernels/conv_transpose.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/grad_conv_backward.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/cudnn_desc.h"
+#include "runtime/cuda/register.h"
+
+namespace oat::cuda {
+
+CudnnConvWindow transposed_conv_window(const KernelContext& ctx, const cpu::Window3& w,
+                                       const std::vector<int64_t>& output_padding,
+                                       const Shape& x_shape, const Shape& w_shape) {
+  CudnnConvWindow c;
+  for (int s = 3 - std::max(w.nd, 2); s < 3; ++s) {
+    const int64_t st = w.stride[s], dk = (w.k[s] - 1) * w.dil[s] + 1;
+    const int64_t span = w.in[s] + 2 * w.pad[s] - dk;  // w.in: Y's length, that Conv's input
+    if (w.pad[s] < 0 || span < 0 || span / st + 1 != w.out[s]) {
+      const int i = s - (3 - w.nd);
+      throw Unsupported(
+          cat(ctx.node().describe(), ": padding ", w.pad[s], " before and ", w.pad_end[s],
+              " after along spatial axis ", i, " (stride ", st, ", output_padding ",
+              output_padding.empty() ? 0 : output_padding[static_cast<size_t>(i)],
+              ") has no cuDNN transposed convolution: cuDNN pads both ends alike (X ",
+              shape_str(x_shape), ", W ", shape_str(w_shape), ")"),
+          "ConvTranspose(asymmetric pads)[cuda]");
+    }
+    c.pad.push_back(static_cast<int>(w.pad[s]));
+    c.stride.push_back(static_cast<int>(st));
+    c.dil.push_back(static_cast<int>(w.dil[s]));
+  }
+  return c;
+}
+
+namespace {
+
+const float kOne = 1.f, kZero = 0.f;
+
+struct ConvTransposeAttrs {
+  cpu::WindowAttrs window;
+  int64_t group;
+  std::vector<int64_t> output_padding, output_shape;
+  explicit ConvTransposeAttrs(const Node& n)
+      : window(cpu::parse_window_attrs(n)),
+        group(n.attr_int("group", 1)),
+        output_padding(n.attr_ints("output_padding")),
+        output_shape(n.attr_ints("output_shape")) {}
+};
+
+// Descriptors and algorithms for one (X, W, dtype). `empty`: X or W has no elements, so no cuDNN
+// convolution runs (Y is then B or zeros, and the gradients zeros).
+struct Plan {
+  Shape y_shape;
+  bool empty = false;
+  TensorDesc x, y, bias;  // X [N, C, in...], Y [N, M, out...], B as [1, M, 1...]
+  FilterDesc w;
+  ConvDesc conv;
+  ConvAlgo<cudnnConvolutionBwdDataAlgo_t> forward;   // Y from X
+  ConvAlgo<cudnnConvolutionFwdAlgo_t> grad_x;        // dX from dY
+  ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> grad_w;  // dW from dY and X
+  bool forward_ready = false, backward_ready = false;
+};
+
+// The checks of the CPU kernels, the geometry, and the descriptors.
+std::unique_ptr<Plan> make_plan(const KernelContext& ctx, const ConvTransposeAttrs& a,
+                                const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
+  if (w.rank() != x.rank())
+    ctx.fail(cat("W ", shape_str(w.shape()), " and X ", shape_str(x.shape()),
+                 " must have the same rank"));
+  const int64_t N = x.dim(0), C = x.dim(1), G = a.group;
+  if (G < 1 || C % G != 0 || w.dim(0) != C)
+    ctx.fail(cat("X ", shape_str(x.shape()), " and W ", shape_str(w.shape()),
+                 " do not match group=", G, " (need W.shape[0] = C, C % group == 0)"));
+  const int64_t M = w.dim(1) * G;
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  if (!a.window.kernel_shape.empty() && a.window.kernel_shape != kernel)
+    ctx.fail(cat("kernel_shape ", shape_str(a.window.kernel_shape), " does not match W ",
+                 shape_str(w.shape())));
+  const cpu::Window3 win = cpu::conv_transpose_window(ctx, a.window, a.output_padding,
+                                                      a.output_shape, x.shape(), kernel);
+  auto plan = std::make_unique<Plan>();
+  plan->y_shape = {N, M};
+  for (int s = 3 - win.nd; s < 3; ++s) plan->y_shape.push_back(win.in[s]);
+
+  const CudnnConvWindow cw =
+      transposed_conv_window(ctx, win, a.output_padding, x.shape(), w.shape());
+  const DType t = x.dtype();
+  plan->empty = x.numel() == 0 || w.numel() == 0;
+  if (numel(plan->y_shape) > 0) {
+    plan->y.set(t, plan->y_shape);
+    Shape bshape(x.rank(), 1);
+    bshape[1] = M;
+    plan->bias.set(t, bshape);
+  }
+  if (!plan->empty) {
+    plan->x.set(t, x.shape());
+    plan->w.set(t, w.shape());
+    plan->conv.set(t, cw.pad, cw.stride, cw.dil, G);
+  }
+  return plan;
+}
+
+// Plans by (X shape, W shape, dtype); the algorithms of each direction chosen on first use.
+class PlanCache {
+ public:
+  Plan& get(const KernelContext& ctx, const ConvTransposeAttrs& a, const Tensor& x, const Tensor& w,
+            bool backward) {
+    auto key = std::make_tuple(x.shape(), w.shape(), x.dtype());
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(ctx, a, x, w)).first;
+    Plan& p = *it->second;
+    if (p.empty) return p;
+    cudnnHandle_t h = cuda_context(ctx).cudnn();
+    if (!backward && !p.forward_ready) {
+      p.forward = backward_data_algo(ctx, h, p.w, p.x, p.conv, p.y);
+      p.forward_ready = true;
+    }
+    if (backward && !p.backward_ready) {
+      p.grad_x = forward_algo(ctx, h, p.y, p.w, p.conv, p.x);
+      p.grad_w = backward_filter_algo(ctx, h, p.y, p.x, p.conv, p.w);
+      p.backward_ready = true;
+    }
+    return p;
+  }
+
+ private:
+  std::map<std::tuple<Shape, Shape, DType>, std::unique_ptr<Plan>> plans_;
+};
+
+void zero_fill(const KernelContext& ctx, Tensor& t) {
+  CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), stream_of(ctx)));  // 0.0 in every float
+}
+
+// ConvTranspose(X, W, [B]) -> Y.
+class ConvTransposeKernel : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const Node& n) : attrs_(n) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.input_or_null(2);
+    if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype()))
+      ctx.fail(cat("X, W and B must share a dtype (X is ", dtype_name(x.dtype()), ")"));
+    Plan& p = plans_.get(ctx, attrs_, x, w, false);
+    const int64_t M = p.y_shape[1];
+    if (b && (b->rank() != 1 || b->dim(0) != M))
+      ctx.fail(cat("B ", shape_str(b->shape()), " must be [", M, "] for W ", shape_str(w.shape()),
+                   " and group=", attrs_.group));
+    Tensor& y = ctx.allocate_output(0, x.dtype(), p.y_shape);
+    if (y.numel() == 0) return;
+    CudaContext& cc = cuda_context(ctx);
+    if (p.empty) {
+      zero_fill(ctx, y);
+    } else {
+      Tensor ws = cc.scratch(p.forward.workspace);
+      CUDNN_CHECK(cudnnConvolutionBackwardData(
+          cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.x.get(), x.raw_data(), p.conv.get(),
+          p.forward.algo, ws.raw_data(), p.forward.workspace, &kZero, p.y.get(), y.raw_data()));
+    }
+    if (b)
+      CUDNN_CHECK(cudnnAddTensor(cc.cudnn(), &kOne, p.bias.get(), b->raw_data(), &kOne, p.y.get(),
+                                 y.raw_data()));
+  }
+
+ private:
+  ConvTransposeAttrs attrs_;
+  PlanCache plans_;
+};
+
+// ConvTransposeGrad(dY, X, W) -> (dX, dW, dB), each only when the graph asks for it.
+class ConvTransposeGradKernel : public OpKernel {
+ public:
+  explicit ConvTransposeGradKernel(const Node& n) : attrs_(n) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& w = ctx.input(2);
+    if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
+    if (w.rank() != x.rank())
+      ctx.fail(cat("W ", shape_str(w.shape()), " and X ", shape_str(x.shape()),
+                   " must have the same rank"));
+    if (dy.dtype() != x.dtype() || w.dtype() != x.dtype())
+      ctx.fail(cat("dY, X and W must share a dtype (dY is ", dtype_name(dy.dtype()), ", X ",
+                   dtype_name(x.dtype()), ", W ", dtype_name(w.dtype()), ")"));
+    Plan& p = plans_.get(ctx, attrs_, x, w, true);
+    if (dy.shape() != p.y_shape)
+      ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the ConvTranspose output ",
+                   shape_str(p.y_shape), " of X ", shape_str(x.shape()), " and W ",
+                   shape_str(w.shape())));
+    CudaContext& cc = cuda_context(ctx);
+    if (ctx.output_requested(2)) {
+      Tensor& db = ctx.allocate_output(2, x.dtype(), {p.y_shape[1]});
+      if (db.numel() > 0 && dy.numel() == 0) zero_fill(ctx, db);
+      if (dy.numel() > 0)
+        CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
+                                                 &kZero, p.bias.get(), db.raw_data()));
+    }
+    if (ctx.output_requested(0)) {
+      Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+      if (dx.numel() > 0 && p.empty) zero_fill(ctx, dx);
+      if (!p.empty) {
+        Tensor ws = cc.scratch(p.grad_x.workspace);
+        CUDNN_CHECK(cudnnConvolutionForward(
+            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.w.get(), w.raw_data(), p.conv.get(),
+            p.grad_x.algo, ws.raw_data(), p.grad_x.workspace, &kZero, p.x.get(), dx.raw_data()));
+      }
+    }
+    if (ctx.output_requested(1)) {
+      Tensor& dw = ctx.allocate_output(1, x.dtype(), w.shape());
+      if (dw.numel() > 0 && p.empty) zero_fill(ctx, dw);
+      if (!p.empty) {
+        Tensor ws = cc.scratch(p.grad_w.workspace);
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.x.get(), x.raw_data(), p.conv.get(),
+            p.grad_w.algo, ws.raw_data(), p.grad_w.workspace, &kZero, p.w.get(), dw.raw_data()));
+      }
+    }
+  }
+
+ private:
+  ConvTransposeAttrs attrs_;
+  PlanCache plans_;
+};
+
+}  // namespace
+
+void register_conv_transpose(KernelRegistry& r) {
+  add_floats(r, OpId::ConvTranspose, kernel_factory<ConvTransposeKernel>());
+  add_floats(r, OpId::ConvTransposeGrad, kernel_factory<ConvTransposeGradKernel>());
+}
+
+}  // namespace oat::cuda

@@ -8,6 +8,7 @@
 #include "onnx_loader/graph_writer.h"
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/cuda/device.h"
 #include "runtime/threads.h"
 #include "train/data/idx.h"
 #include "train/trainer.h"
@@ -149,8 +150,12 @@ TrainCommands::TrainCommands(CLI::App& app) {
   train_->add_option("--seed", t_.seed, "Seed of the shuffle (and of Dropout)");
   train_->add_flag("--no-shuffle", t_.no_shuffle, "Keep the data's order");
   train_->add_option("--threads", t_.threads, "CPU threads (0: all cores)");
-  train_->add_option("--device", t_.device, "cpu (cuda arrives with the CUDA backend)")
-      ->check(CLI::IsMember({"cpu"}));
+  train_->add_option("--device", t_.device,
+                     "cpu | cuda: on cuda the state stays on the GPU and the step is replayed as a "
+                     "CUDA graph (fails when no CUDA device answers)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  train_->add_flag("--no-cuda-graph", t_.no_cuda_graph,
+                   "cuda: run every step eagerly instead of capturing it once as a CUDA graph");
   train_->add_option("--precision", t_.precision,
                      "fp32 | fp16 | bf16: mixed precision keeps FP32 master weights, an FP32 loss "
                      "and FP32 weight gradients; the op lists pick each node's precision")
@@ -189,9 +194,12 @@ TrainCommands::TrainCommands(CLI::App& app) {
   eval_->add_option("--batch", e_.batch, "Batch size")->check(CLI::PositiveNumber);
   eval_->add_option("--loss", e_.loss, "cross-entropy | mse | l1 | bce-with-logits | model");
   eval_->add_option("--threads", e_.threads, "CPU threads (0: all cores)");
+  eval_->add_option("--device", e_.device, "cpu | cuda (fails when no CUDA device answers)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
-  zoo_ = app.add_subcommand("zoo", "Write a model of the zoo (mlp, lenet5, resnet18, resnet18-cifar) as ONNX");
-  zoo_->add_option("name", z_.name, "mlp | lenet5 | resnet18 | resnet18-cifar")->required();
+  zoo_ = app.add_subcommand(
+      "zoo", "Write a model of the zoo (mlp, lenet5, resnet18, resnet18-cifar, transformer) as ONNX");
+  zoo_->add_option("name", z_.name, "mlp | lenet5 | resnet18 | resnet18-cifar | transformer")->required();
   zoo_->add_option("-o,--output", z_.out, "Output .onnx file")->required();
   zoo_->add_option("--seed", z_.seed, "Initialisation seed");
 }
@@ -206,6 +214,8 @@ int TrainCommands::run() {
 
 int run_train(const TrainOptions& o) {
   set_num_threads(o.threads);
+  const Device device = o.device == "cuda" ? Device::CUDA : Device::CPU;
+  if (device == Device::CUDA) cuda::require_device();  // before loading model and data
   const std::string out = o.out.empty() ? default_output_path(o.model) : o.out;
   std::error_code ec;
   if (fs::exists(out, ec) && fs::equivalent(out, o.model, ec))
@@ -228,6 +238,8 @@ int run_train(const TrainOptions& o) {
   cfg.log_path = o.log;
   cfg.checkpoint_dir = o.checkpoint;
   cfg.resume = o.resume;
+  cfg.device = device;
+  cfg.cuda_graph = !o.no_cuda_graph;
   if (o.resume && o.checkpoint.empty()) throw Error("--resume needs --checkpoint DIR");
   cfg.graph.loss = train::parse_loss(o.loss);
   cfg.graph.optimizer.kind = train::parse_optimizer(o.optimizer);
@@ -242,14 +254,17 @@ int run_train(const TrainOptions& o) {
   train::Trainer trainer(model.graph, cfg);
   std::cout << "training " << o.model << ": " << trainer.training_graph().params.size()
             << " parameter tensors, " << data.train.size() << " samples, batch " << o.batch
-            << ", " << o.optimizer << " lr " << o.lr << ", " << num_threads() << " threads, "
-            << o.precision;
+            << ", " << o.optimizer << " lr " << o.lr << ", "
+            << (device == Device::CUDA ? cuda::describe_device()
+                                       : cat(num_threads(), " threads"))
+            << ", " << o.precision;
   if (cfg.loss_scale.mode == train::LossScaleMode::Dynamic)
     std::cout << ", dynamic loss scale from " << cfg.loss_scale.init_scale;
   else if (cfg.loss_scale.mode == train::LossScaleMode::Static)
     std::cout << ", loss scale " << cfg.loss_scale.init_scale;
   std::cout << "\n";
   trainer.fit(data.train, data.has_val ? &data.val : nullptr);
+  if (device == Device::CUDA) std::cout << "CUDA graph: " << trainer.cuda_graph_status() << "\n";
   onnx_loader::save_model(model, trainer.model_initializers(), out);
   std::cout << "wrote " << out << "\n";
   return 0;
@@ -257,6 +272,8 @@ int run_train(const TrainOptions& o) {
 
 int run_eval(const EvalOptions& o) {
   set_num_threads(o.threads);
+  const Device device = o.device == "cuda" ? Device::CUDA : Device::CPU;
+  if (device == Device::CUDA) cuda::require_device();
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   LoadedData data = load_data(o.data, false);
   const train::Dataset& d = data.has_val ? data.val : data.train;
@@ -265,7 +282,7 @@ int run_eval(const EvalOptions& o) {
   train::BatchLayout layout = train::layout_for(model.graph, loss);
   apply_normalize(o.data, layout);
   train::check_dataset(d, layout, "evaluation data");
-  train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch);
+  train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch, device);
   std::cout << "samples " << r.samples << "\nloss " << r.loss << "\n";
   if (r.accuracy >= 0) std::cout << "accuracy " << 100.0 * r.accuracy << "%\n";
   return 0;

@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string device = "cpu", precision = "fp32";
   std::string out, log, checkpoint;
   bool resume = false;
+  bool no_cuda_graph = false;
   std::vector<std::string> freeze;
   int64_t log_every = 50;
   // Mixed precision (--precision fp16|bf16) and loss scaling.
@@ -49,6 +50,7 @@ struct EvalOptions {
   int64_t batch = 256;
   std::string loss = "cross-entropy";
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda
 };
 
 struct ZooOptions {

@@ -185,7 +185,22 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds,
                                             const std::vector<std::string>& fetch) {
+  return run_impl(feeds, fetch, true);
+}
+
+std::map<std::string, Tensor> Executor::run_resident(const std::map<std::string, Tensor>& feeds,
+                                                     const std::vector<std::string>& fetch) {
+  return run_impl(feeds, fetch, false);
+}
+
+std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Tensor>& feeds,
+                                                 const std::vector<std::string>& fetch,
+                                                 bool to_host_outputs) {
   validate_feeds(feeds);
+  for (const auto& [name, t] : feeds)
+    if (t.defined() && t.device() != Device::CPU && t.device() != options_.device)
+      throw Error(cat("input '", name, "' is on ", device_name(t.device()), ", this executor runs on ",
+                      device_name(options_.device)));
   DeviceContext* dc = device_ctx_.get();
   ContextScope scope(dc);
   std::vector<Tensor> values = dc ? device_constants_ : constants_;
@@ -272,7 +287,7 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
   for (const auto& n : fetch) {
     const Tensor& t = values[slot_of(n)];
     if (!t.defined()) throw Error(cat("value '", n, "' was not computed"));
-    r[n] = to_host(dc, t);
+    r[n] = to_host_outputs ? to_host(dc, t) : t;
   }
   return r;
 }

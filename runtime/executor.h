@@ -39,6 +39,15 @@ class Executor {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
                                     const std::vector<std::string>& fetch);
 
+  // As run(feeds, fetch), but the fetched values stay where they were computed (device tensors
+  // on a device executor: nothing is downloaded and the host does not wait for the device).
+  // Feeds may be device tensors of this executor's device (the Trainer keeps its state there).
+  std::map<std::string, Tensor> run_resident(const std::map<std::string, Tensor>& feeds,
+                                             const std::vector<std::string>& fetch);
+
+  // The device state (stream, handles, capture) of a device executor; nullptr on the CPU.
+  DeviceContext* device_context() const { return device_ctx_.get(); }
+
   // Called after every node with the node and its outputs (for `check` and debugging).
   using NodeObserver = std::function<void(const Node&, const std::vector<Tensor>&)>;
   void set_observer(NodeObserver obs) { observer_ = std::move(obs); }
@@ -61,6 +70,8 @@ class Executor {
  private:
   struct Step;
   int slot_of(const std::string& name) const;
+  std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& feeds,
+                                         const std::vector<std::string>& fetch, bool to_host);
 
   const Graph& graph_;
   ExecutorOptions options_;

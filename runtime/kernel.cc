@@ -26,6 +26,20 @@ std::unique_ptr<DeviceContext> make_device_context(Device device) {
   return cuda::make_context();
 }
 
+void DeviceContext::copy_into(const Tensor&, Tensor&) {
+  throw Error(cat(device_name(device()), " cannot copy into device tensors"));
+}
+void DeviceContext::amp_step(DeviceAmpState&, const Tensor*, const DeviceAmpRule&) {
+  throw Error(cat(device_name(device()), " has no device-side loss-scale update"));
+}
+void DeviceContext::begin_capture() {
+  throw Error(cat(device_name(device()), " cannot capture graphs"));
+}
+std::unique_ptr<CapturedGraph> DeviceContext::end_capture() {
+  throw Error(cat(device_name(device()), " cannot capture graphs"));
+}
+void DeviceContext::abort_capture() {}
+
 void KernelContext::fail(const std::string& msg) const { throw Error(node_.describe() + ": " + msg); }
 
 }  // namespace oat

@@ -11,6 +11,42 @@
 
 namespace oat {
 
+// ---- The Trainer on a device: step bookkeeping and CUDA-graph capture (DeviceContext) ----
+
+// The loss scaler's rule (train/loss_scaler.h, PyTorch's GradScaler plus DeepSpeed's hysteresis)
+// as the device applies it after each step.
+struct DeviceAmpRule {
+  bool check = false;    // steps are checked for Inf/NaN (found_inf is given); false: "none"
+  bool dynamic = false;  // the scale changes; false: static (or none)
+  float growth = 2.0f, backoff = 0.5f;
+  float min_scale = 0.0f, max_scale = 3.4028234663852886e38f;
+  int64_t interval = 2000, hysteresis = 1;
+};
+
+// Device scalars of a training run, updated on the device after every step so the host never
+// waits for a step's outcome:
+//   scale, inv_scale  F32: the backward seed and UnscaleAndCheck's input;
+//   step              I64: Adam's t for the next update (applied updates so far + 1);
+//   counters          I64[3]: growth_tracker, hysteresis_left, skipped_steps.
+// amp_step(found_inf) does, as LossScaler::update:
+//   no check:  step += 1
+//   overflow:  skipped += 1; dynamic: growth_tracker = 0 and (hysteresis_left ≤ 1 ?
+//              scale = max(scale·backoff, min_scale) : hysteresis_left −= 1)
+//   clean:     step += 1; dynamic: hysteresis_left = hysteresis, growth_tracker += 1 and at
+//              `interval`: scale = min(scale·growth, max_scale), growth_tracker = 0
+//   always:    inv_scale = 1 / scale
+struct DeviceAmpState {
+  Tensor scale, inv_scale, step, counters;
+};
+
+// A captured sequence of device work (a CUDA graph) replayed on the context's stream. The
+// memory it touches stays reserved for it until it is destroyed.
+class CapturedGraph {
+ public:
+  virtual ~CapturedGraph() = default;
+  virtual void replay() = 0;
+};
+
 // Per-executor state of a device backend (CUDA: the stream, cuBLAS/cuDNN handles, copies).
 // The CPU has none. An executor on a device owns one and hands it to every kernel.
 class DeviceContext {
@@ -32,6 +68,22 @@ class DeviceContext {
   virtual void leave() = 0;
   // Waits for all work queued on the context.
   virtual void synchronize() = 0;
+
+  // The Trainer on a device (defaults throw "<device> cannot ..."):
+  // dst ← src (same dtype and shape; dst on this device, src on the host or this device),
+  // ordered on the stream, without waiting.
+  virtual void copy_into(const Tensor& src, Tensor& dst);
+  // The step bookkeeping of DeviceAmpState, on the device. found_inf: a Bool device scalar, or
+  // null when steps are not checked.
+  virtual void amp_step(DeviceAmpState& state, const Tensor* found_inf, const DeviceAmpRule& rule);
+  // Graph capture: work queued on the stream between begin_capture() and end_capture() is
+  // recorded, not run; end_capture() returns the graph. Allocations made meanwhile come from a
+  // private pool kept for the graph; host data uploaded meanwhile is copied once into pinned
+  // memory kept with the graph (it must be the same at every replay); reading a device value on
+  // the host throws. abort_capture() ends a capture that failed and discards it.
+  virtual void begin_capture();
+  virtual std::unique_ptr<CapturedGraph> end_capture();
+  virtual void abort_capture();
 };
 
 // nullptr for Device::CPU; the CUDA context otherwise (throws Error when the build has no CUDA

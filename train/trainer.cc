@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx_loader/tensor_io.h"
+#include "train/trainer_device.h"
 
 namespace oat::train {
 
@@ -124,8 +125,10 @@ std::string fmt_time(double s) {
 
 EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor>& weights,
                           const Dataset& data, const BatchLayout& layout, LossKind loss,
-                          int64_t batch) {
-  Executor exec(model);
+                          int64_t batch, Device device) {
+  ExecutorOptions eo;
+  eo.device = device;
+  Executor exec(model, eo);
   const std::string& input = [&]() -> const std::string& {
     for (const auto& v : model.inputs)
       if (is_floating(v.dtype)) return v.name;
@@ -165,7 +168,9 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
   layout_.input_mean = cfg_.input.input_mean;
   layout_.input_std = cfg_.input.input_std;
   for (const auto& [name, next] : tg_.updates) state_[name] = tg_.graph.initializers.at(name);
-  exec_ = std::make_unique<Executor>(tg_.graph);
+  ExecutorOptions eo;
+  eo.device = cfg_.device;
+  exec_ = std::make_unique<Executor>(tg_.graph, eo);
 }
 
 Trainer::~Trainer() = default;
@@ -178,7 +183,8 @@ std::map<std::string, Tensor> Trainer::model_initializers() const {
 }
 
 EvalResult Trainer::evaluate(const Dataset& data) const {
-  return evaluate_model(model_, model_initializers(), data, layout_, cfg_.graph.loss, cfg_.batch);
+  return evaluate_model(model_, model_initializers(), data, layout_, cfg_.graph.loss, cfg_.batch,
+                        cfg_.device);
 }
 
 void Trainer::save_checkpoint(int64_t epoch_done) const {
@@ -248,6 +254,7 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
   if (cfg_.max_steps > 0) total = std::min(total, cfg_.max_steps);
   int64_t start_epoch = 0;
   if (cfg_.resume) start_epoch = load_checkpoint();
+  if (cfg_.device != Device::CPU) start_device_run();
 
   std::unique_ptr<std::ofstream> log;
   if (!cfg_.log_path.empty()) {
@@ -269,8 +276,82 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
     Batch b;
     double epoch_loss = 0;  // over the steps with a finite loss
     int64_t finite_steps = 0;
+    // The host's part of a step, once its loss and overflow flag are on the host: the scaler's
+    // bookkeeping, the loss checks, the callback, the log and the progress line.
+    auto complete = [&](const PendingStep& p) {
+      const bool found_inf = p.found_inf.defined() && p.found_inf.item_as_double() != 0;
+      const bool applied = scaler_.update(found_inf);
+      if (applied) ++optimizer_step_;
+      const double loss = p.loss.item_as_double();
+      if (!std::isfinite(loss)) {
+        // Without loss scaling a non-finite loss is fatal. With it, the step was skipped (the
+        // gradients are non-finite too) as PyTorch's GradScaler does; an FP16 forward pass that
+        // overflows on one batch recovers on the next, but one that overflows on every batch
+        // does not (the scale cannot help the forward pass), so a run of them stops training.
+        if (applied || ++nonfinite_run >= kMaxNonFiniteLosses) {
+          step_ = p.step - 1;  // the steps completed before this one (a device may have queued more)
+          throw Error(cat("the loss became ", loss, " at step ", p.step,
+                          applied ? " (learning rate too high?)"
+                                  : cat(" and in the ", kMaxNonFiniteLosses - 1,
+                                        " steps before it (the forward pass overflows; try "
+                                        "--precision bf16, --fp32-nodes or a lower learning rate)")));
+        }
+      } else {
+        nonfinite_run = 0;
+        epoch_loss += loss;
+        ++finite_steps;
+      }
+      samples_seen += p.samples;
+      if (on_step) on_step(p.step, loss);
+      const bool report = p.step % cfg_.log_every == 0 || p.step == total;
+      if (!report) return;
+      const double el = elapsed();
+      const double sps = samples_seen / std::max(el, 1e-9);
+      const double eta = (total - p.step) * el / std::max<int64_t>(1, p.step - first_step);
+      if (log) {
+        nlohmann::json j = {{"step", p.step}, {"epoch", p.epoch + 1}, {"loss", loss}, {"lr", p.lr},
+                            {"loss_scale", scaler_.scale()},
+                            {"skipped_steps", scaler_.state().skipped_steps},
+                            {"samples_per_s", sps}, {"elapsed_s", el}};
+        if (!std::isfinite(loss)) j["loss"] = nullptr;  // JSON has no Inf/NaN
+        if (dev_) j["cuda_graph"] = graph_status_;
+        *log << j.dump() << "\n" << std::flush;
+      }
+      if (cfg_.progress) {
+        char line[256];
+        const int width = 24;
+        const int filled = static_cast<int>(width * p.step / std::max<int64_t>(1, total));
+        std::snprintf(line, sizeof line,
+                      "epoch %lld/%lld [%s%s] step %lld/%lld loss %.4f lr %.3g scale %g "
+                      "skipped %lld %.0f samples/s ETA %s",
+                      static_cast<long long>(p.epoch + 1), static_cast<long long>(cfg_.epochs),
+                      std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                      static_cast<long long>(p.step), static_cast<long long>(total), loss, p.lr,
+                      scaler_.scale(), static_cast<long long>(scaler_.state().skipped_steps), sps,
+                      fmt_time(eta).c_str());
+        if (tty) std::cerr << "\r" << line << std::flush;
+        else std::cout << line << "\n" << std::flush;
+      }
+    };
+    // On a device, steps are queued without waiting; their outcomes are read in order at each
+    // report, at the epoch's end and at least every 256 steps (bounding the queue).
+    std::vector<PendingStep> pending;
+    auto drain = [&] {
+      if (pending.empty()) return;
+      read_pending(pending);
+      for (const PendingStep& p : pending) complete(p);
+      pending.clear();
+    };
     while (step_ < total && pf.next(b)) {
       const double lr = scheduled_lr(cfg_.lr, cfg_.schedule, step_, total, per_epoch);
+      if (dev_) {
+        PendingStep p = device_step(b, lr);
+        p.step = ++step_;
+        p.epoch = epoch;
+        pending.push_back(std::move(p));
+        if (step_ % cfg_.log_every == 0 || step_ == total || pending.size() >= 256) drain();
+        continue;
+      }
       std::map<std::string, Tensor> feeds = state_;
       feeds[tg_.data_input] = b.inputs;
       if (!tg_.target.empty()) feeds[tg_.target] = b.targets;
@@ -289,59 +370,17 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
       // On a skipped step the updates hand back their inputs, so parameters and optimizer state
       // stay bit for bit; BatchNorm running statistics keep this forward's update (as PyTorch).
       for (const auto& [name, next] : tg_.updates) state_[name] = out.at(next);
-      const bool found_inf = !tg_.found_inf.empty() && out.at(tg_.found_inf).item_as_double() != 0;
-      const bool applied = scaler_.update(found_inf);
-      if (applied) ++optimizer_step_;
-      const double loss = out.at(tg_.loss).item_as_double();
-      if (!std::isfinite(loss)) {
-        // Without loss scaling a non-finite loss is fatal. With it, the step was skipped (the
-        // gradients are non-finite too) as PyTorch's GradScaler does; an FP16 forward pass that
-        // overflows on one batch recovers on the next, but one that overflows on every batch
-        // does not (the scale cannot help the forward pass), so a run of them stops training.
-        if (applied || ++nonfinite_run >= kMaxNonFiniteLosses)
-          throw Error(cat("the loss became ", loss, " at step ", step_ + 1,
-                          applied ? " (learning rate too high?)"
-                                  : cat(" and in the ", kMaxNonFiniteLosses - 1,
-                                        " steps before it (the forward pass overflows; try "
-                                        "--precision bf16, --fp32-nodes or a lower learning rate)")));
-      } else {
-        nonfinite_run = 0;
-        epoch_loss += loss;
-        ++finite_steps;
-      }
-      ++step_;
-      samples_seen += b.inputs.dim(0);
-      if (on_step) on_step(step_, loss);
-      const bool report = step_ % cfg_.log_every == 0 || step_ == total;
-      if (report) {
-        const double el = elapsed();
-        const double sps = samples_seen / std::max(el, 1e-9);
-        const double eta = (total - step_) * el / std::max<int64_t>(1, step_ - first_step);
-        if (log) {
-          nlohmann::json j = {{"step", step_}, {"epoch", epoch + 1}, {"loss", loss}, {"lr", lr},
-                              {"loss_scale", scaler_.scale()},
-                              {"skipped_steps", scaler_.state().skipped_steps},
-                              {"samples_per_s", sps}, {"elapsed_s", el}};
-          if (!std::isfinite(loss)) j["loss"] = nullptr;  // JSON has no Inf/NaN
-          *log << j.dump() << "\n" << std::flush;
-        }
-        if (cfg_.progress) {
-          char line[256];
-          const int width = 24;
-          const int filled = static_cast<int>(width * step_ / std::max<int64_t>(1, total));
-          std::snprintf(line, sizeof line,
-                        "epoch %lld/%lld [%s%s] step %lld/%lld loss %.4f lr %.3g scale %g "
-                        "skipped %lld %.0f samples/s ETA %s",
-                        static_cast<long long>(epoch + 1), static_cast<long long>(cfg_.epochs),
-                        std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                        static_cast<long long>(step_), static_cast<long long>(total), loss, lr,
-                        scaler_.scale(), static_cast<long long>(scaler_.state().skipped_steps), sps,
-                        fmt_time(eta).c_str());
-          if (tty) std::cerr << "\r" << line << std::flush;
-          else std::cout << line << "\n" << std::flush;
-        }
-      }
+      PendingStep p;
+      p.step = ++step_;
+      p.epoch = epoch;
+      p.samples = b.inputs.dim(0);
+      p.lr = lr;
+      p.loss = out.at(tg_.loss);
+      if (!tg_.found_inf.empty()) p.found_inf = out.at(tg_.found_inf);
+      complete(p);
     }
+    drain();
+    if (dev_) download_state();
     if (tty) std::cerr << "\n";
     const double mean_loss = finite_steps ? epoch_loss / static_cast<double>(finite_steps) : 0.0;
     nlohmann::json ej = {{"epoch", epoch + 1}, {"step", step_},

@@ -45,6 +45,13 @@ struct TrainerConfig {
   LossScalerConfig loss_scale;
   // Input normalisation (only input_mean / input_std are read; shapes come from the model).
   BatchLayout input;
+  // Where the step runs. CUDA: parameters, optimizer state, the loss scale and Adam's step stay
+  // on the device between steps; the host reads losses and overflow flags only when it reports
+  // (every log_every steps and at epoch ends), so it never waits for a step.
+  Device device = Device::CPU;
+  // CUDA: once the first full batch has run, the whole step (forward, backward, unscale, update,
+  // loss-scale update) is captured in a CUDA graph and replayed for every full batch.
+  bool cuda_graph = true;
 };
 
 struct EvalResult {
@@ -75,12 +82,28 @@ class Trainer {
   const LossScaler& loss_scaler() const { return scaler_; }
   // Parameters, optimizer state and BatchNorm statistics (FP32 masters), by initializer name.
   const std::map<std::string, Tensor>& state() const { return state_; }
-  // Called after every step with (step, loss); for tests.
+  // Called after every step with (step, loss); for tests. On a device it is called when the
+  // host reads the step's loss (at the next report), in step order.
   std::function<void(int64_t, double)> on_step;
+  // On a device: "on", or "off (reason)" when capture was not possible; "" before it was tried
+  // or on the CPU.
+  const std::string& cuda_graph_status() const { return graph_status_; }
 
  private:
   void save_checkpoint(int64_t epoch_done) const;
   int64_t load_checkpoint();
+  // The device half (trainer_device.cc): a step's outcome as device scalars, read later.
+  struct DeviceRun;
+  struct PendingStep {
+    int64_t step = 0, epoch = 0, samples = 0;
+    double lr = 0;
+    Tensor loss, found_inf;  // host tensors on the CPU, device scalars on a device
+  };
+  void start_device_run();
+  PendingStep device_step(const Batch& b, double lr);
+  void try_capture();
+  void read_pending(std::vector<PendingStep>& pending);  // device scalars -> host tensors
+  void download_state();                                // device state -> state_
 
   const Graph& model_;
   TrainerConfig cfg_;
@@ -91,12 +114,14 @@ class Trainer {
   int64_t step_ = 0;
   int64_t optimizer_step_ = 0;
   LossScaler scaler_;
+  std::string graph_status_;
+  std::unique_ptr<DeviceRun> dev_;  // after exec_: destroyed first (its graph uses exec_'s stream)
 };
 
 // Loss and accuracy of `model` with `weights` overriding its initializers, in inference mode.
 EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor>& weights,
                           const Dataset& data, const BatchLayout& layout, LossKind loss,
-                          int64_t batch);
+                          int64_t batch, Device device = Device::CPU);
 
 // The batch layout a model implies for `loss` (its input's per-sample shape, target kind).
 BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output = "");

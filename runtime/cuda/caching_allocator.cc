@@ -94,6 +94,7 @@ void CachingAllocator::retire_stream(uint64_t stream) {
   if (stream == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   retired_.insert(stream);
+  reserved_.erase(stream);
   auto lo = free_.lower_bound({stream, 0});
   auto hi = free_.lower_bound({stream + 1, 0});
   std::vector<std::pair<size_t, void*>> moved;
@@ -102,13 +103,23 @@ void CachingAllocator::retire_stream(uint64_t stream) {
   for (auto& [size, p] : moved) free_.emplace(FreeKey{0, size}, p);
 }
 
+void CachingAllocator::reserve_stream(uint64_t stream) {
+  if (stream == 0) throw Error("CachingAllocator::reserve_stream: pool 0 cannot be reserved");
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_.insert(stream);
+}
+
 void CachingAllocator::free_cached_locked() {
-  for (auto& [key, p] : free_) {
-    raw_.free(p);
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (reserved_.count(it->first.first)) {
+      ++it;
+      continue;
+    }
+    raw_.free(it->second);
     ++stats_.raw_frees;
+    stats_.cached_bytes -= it->first.second;
+    it = free_.erase(it);
   }
-  free_.clear();
-  stats_.cached_bytes = 0;
 }
 
 void CachingAllocator::empty_cache() {

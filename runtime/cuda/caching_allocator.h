@@ -67,9 +67,15 @@ class CachingAllocator {
   // Returns p (from allocate) to its stream's free list. nullptr is ignored; an unknown pointer
   // throws Error.
   void release(void* p);
-  // `stream` has been synchronised and will not be used again (see the header comment).
+  // `stream` has been synchronised and will not be used again (see the header comment). Also
+  // ends a reservation (below).
   void retire_stream(uint64_t stream);
-  // Frees every cached block (call with no kernel in flight that uses one: cudaFree synchronises).
+  // Reserves the pool of `stream` (a private pool id, e.g. a CUDA graph's): its cached blocks
+  // are never freed by empty_cache() or the out-of-memory retry, because a captured graph keeps
+  // writing to them on every replay. retire_stream() ends the reservation.
+  void reserve_stream(uint64_t stream);
+  // Frees every cached block except those of reserved pools (call with no kernel in flight that
+  // uses one: cudaFree synchronises).
   void empty_cache();
 
   AllocatorStats stats() const;
@@ -91,6 +97,7 @@ class CachingAllocator {
   std::unordered_map<void*, Block> live_;
   std::multimap<FreeKey, void*> free_;
   std::set<uint64_t> retired_;
+  std::set<uint64_t> reserved_;
   AllocatorStats stats_;
 };
 

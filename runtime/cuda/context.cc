@@ -1,8 +1,10 @@
 #include "runtime/cuda/context.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/kernels/optimizer_impl.h"
 
 namespace oat::cuda {
 
@@ -14,10 +16,12 @@ CudaContext::CudaContext() {
   require_device();
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   id_ = g_next_stream_id++;
+  alloc_id_ = id_;
 }
 
 CudaContext::~CudaContext() {
   // Nothing may throw here: failures only leak.
+  abort_capture();
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) {
@@ -50,7 +54,12 @@ Tensor CudaContext::scratch(size_t bytes) {
   return Tensor(DType::U8, {static_cast<int64_t>(bytes)}, Device::CUDA);
 }
 
-void CudaContext::enter() { saved_.push_back(set_current_stream({stream_, id_})); }
+void CudaContext::enter() { saved_.push_back(set_current_stream({stream_, alloc_id_})); }
+
+void CudaContext::set_alloc_id(uint64_t id) {
+  alloc_id_ = id;
+  if (!saved_.empty()) set_current_stream({stream_, alloc_id_});  // inside enter(): follow
+}
 
 void CudaContext::leave() {
   if (saved_.empty()) return;
@@ -62,18 +71,34 @@ void CudaContext::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 Tensor CudaContext::upload(const Tensor& host) {
   if (host.device() == Device::CUDA) return host;
-  CurrentStream old = set_current_stream({stream_, id_});
+  CurrentStream old = set_current_stream({stream_, alloc_id_});
   Tensor d(host.dtype(), host.shape(), Device::CUDA);
   set_current_stream(old);
-  // Pageable host memory: cudaMemcpyAsync stages it before returning, so `host` may die after.
-  if (host.nbytes())
-    CUDA_CHECK(cudaMemcpyAsync(d.raw_data(), host.raw_data(), host.nbytes(),
-                               cudaMemcpyHostToDevice, stream_));
+  upload_bytes(d.raw_data(), host.raw_data(), host.nbytes());
   return d;
+}
+
+void CudaContext::upload_bytes(void* dst, const void* src, size_t n) {
+  if (n == 0) return;
+  if (capturing_) {
+    // A captured copy must read memory that still holds the same bytes at every replay, and
+    // pageable memory cannot be captured: a pinned copy made now, freed with the graph.
+    void* pinned = nullptr;
+    CUDA_CHECK(cudaMallocHost(&pinned, n));
+    capture_pinned_.push_back(pinned);
+    std::memcpy(pinned, src, n);
+    src = pinned;
+  }
+  // Pageable host memory: cudaMemcpyAsync stages it before returning, so `src` may die after.
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_));
 }
 
 Tensor CudaContext::download(const Tensor& t) {
   if (t.device() == Device::CPU) return t;
+  if (capturing_)
+    throw Error(cat("a ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                    " device value is read on the host while a CUDA graph is being captured "
+                    "(a host synchronisation inside the step): this step cannot be captured"));
   Tensor h(t.dtype(), t.shape());
   if (t.nbytes()) {
     CUDA_CHECK(cudaMemcpyAsync(h.raw_data(), t.raw_data(), t.nbytes(), cudaMemcpyDeviceToHost,
@@ -81,6 +106,124 @@ Tensor CudaContext::download(const Tensor& t) {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   return h;
+}
+
+void CudaContext::copy_into(const Tensor& src, Tensor& dst) {
+  if (dst.device() != Device::CUDA)
+    throw Error(cat("copy_into: the destination is on ", device_name(dst.device()), ", not cuda"));
+  if (src.dtype() != dst.dtype() || src.shape() != dst.shape())
+    throw Error(cat("copy_into: ", dtype_name(src.dtype()), " ", shape_str(src.shape()),
+                    " into ", dtype_name(dst.dtype()), " ", shape_str(dst.shape())));
+  if (src.device() == Device::CPU) {
+    upload_bytes(dst.raw_data(), src.raw_data(), src.nbytes());
+    return;
+  }
+  if (src.nbytes() && src.raw_data() != dst.raw_data())
+    CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(),
+                               cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaContext::amp_step(DeviceAmpState& st, const Tensor* found_inf, const DeviceAmpRule& r) {
+  auto want = [](const Tensor& t, DType dt, int64_t n, const char* what) {
+    if (t.device() != Device::CUDA || t.dtype() != dt || t.numel() != n)
+      throw Error(cat("amp_step: ", what, " must be ", n, " ", dtype_name(dt), " on cuda, got ",
+                      dtype_name(t.dtype()), " ", shape_str(t.shape()), " on ",
+                      device_name(t.device())));
+  };
+  want(st.scale, DType::F32, 1, "scale");
+  want(st.inv_scale, DType::F32, 1, "inv_scale");
+  want(st.step, DType::I64, 1, "step");
+  want(st.counters, DType::I64, 3, "counters");
+  if (found_inf) want(*found_inf, DType::Bool, 1, "found_inf");
+  if (r.check && !found_inf) throw Error("amp_step: the rule checks steps but found_inf is missing");
+  AmpStepRule k{};
+  k.check = r.check;
+  k.dynamic = r.dynamic;
+  k.growth = r.growth;
+  k.backoff = r.backoff;
+  k.min_scale = r.min_scale;
+  k.max_scale = r.max_scale;
+  k.interval = r.interval;
+  k.hysteresis = r.hysteresis;
+  launch_amp_step(st.scale.data<float>(), st.inv_scale.data<float>(), st.step.data<int64_t>(),
+                  st.counters.data<int64_t>(), found_inf ? found_inf->data<bool>() : nullptr, k,
+                  stream_);
+}
+
+namespace {
+
+// A CUDA graph and what it keeps: its private allocator pool and the pinned host copies.
+class CudaGraph final : public CapturedGraph {
+ public:
+  CudaGraph(cudaStream_t s, cudaGraph_t g, cudaGraphExec_t e, uint64_t pool,
+            std::vector<void*> pinned)
+      : stream_(s), graph_(g), exec_(e), pool_(pool), pinned_(std::move(pinned)) {}
+  ~CudaGraph() override {
+    cudaStreamSynchronize(stream_);  // no replay in flight reads what is freed below
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    for (void* p : pinned_) cudaFreeHost(p);
+    device_allocator().retire_stream(pool_);
+  }
+  void replay() override { CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+
+ private:
+  cudaStream_t stream_;
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  uint64_t pool_;
+  std::vector<void*> pinned_;
+};
+
+}  // namespace
+
+void CudaContext::begin_capture() {
+  if (capturing_) throw Error("begin_capture: a CUDA graph is already being captured");
+  capture_pool_ = g_next_stream_id++;
+  device_allocator().reserve_stream(capture_pool_);
+  // Relaxed: the caching allocator may still call cudaMalloc and the uploads cudaMallocHost
+  // while the stream records.
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  capturing_ = true;
+  set_alloc_id(capture_pool_);
+}
+
+void CudaContext::release_capture_resources() {
+  for (void* p : capture_pinned_) cudaFreeHost(p);
+  capture_pinned_.clear();
+  device_allocator().retire_stream(capture_pool_);
+}
+
+std::unique_ptr<CapturedGraph> CudaContext::end_capture() {
+  if (!capturing_) throw Error("end_capture: no CUDA graph is being captured");
+  capturing_ = false;
+  set_alloc_id(id_);
+  cudaGraph_t g = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &g);
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t ie = cudaSuccess;
+  if (e == cudaSuccess) ie = cudaGraphInstantiate(&exec, g, 0);
+  if (e != cudaSuccess || ie != cudaSuccess) {
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    release_capture_resources();
+    throw_call_error(e != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate", __FILE__,
+                     __LINE__, cudaGetErrorString(e != cudaSuccess ? e : ie));
+  }
+  auto r = std::make_unique<CudaGraph>(stream_, g, exec, capture_pool_, std::move(capture_pinned_));
+  capture_pinned_.clear();
+  return r;
+}
+
+void CudaContext::abort_capture() {
+  if (!capturing_) return;
+  capturing_ = false;
+  set_alloc_id(id_);
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture(stream_, &g);  // ends the (possibly invalidated) capture; never throws
+  if (g) cudaGraphDestroy(g);
+  cudaGetLastError();
+  release_capture_resources();
 }
 
 bool reads_on_host(OpId op, int i) {
@@ -95,6 +238,9 @@ bool reads_on_host(OpId op, int i) {
     case OpId::ReduceGrad: case OpId::SliceGrad: case OpId::ConcatGrad: return i >= 1;
     case OpId::TileGrad: return i == 1;
     case OpId::GatherGrad: return i == 1 || i == 2;  // shape; indices checked on the host
+    case OpId::GatherElementsGrad: return i == 1 || i == 2;  // as GatherGrad
+    case OpId::PadGrad: return i >= 1;                         // shape, pads, axes
+    case OpId::ReduceXYGrad: return i == 3;                    // axes
     case OpId::DropoutGrad: return i >= 2;
     // loss targets: range-checked on the host, then uploaded by the kernel
     case OpId::SoftmaxCrossEntropyLoss: case OpId::NegativeLogLikelihoodLoss: return i == 1;
@@ -102,13 +248,13 @@ bool reads_on_host(OpId op, int i) {
     case OpId::NegativeLogLikelihoodLossGrad: return i == 1 || i == 2;
     case OpId::ClipGrad: return i >= 2;
     case OpId::AveragePoolGrad: case OpId::GlobalAveragePoolGrad: return i == 1;
-    case OpId::Gather: return i == 1;  // checked on the host when it is there, then uploaded
+    case OpId::Gather: case OpId::GatherElements:
+      return i == 1;  // checked on the host when it is there, then uploaded
     case OpId::Pad: return i >= 1;
     case OpId::Clip: return i >= 1;
     case OpId::Dropout: return i >= 1;
     case OpId::ConstantOfShape: case OpId::Range: return true;
-    case OpId::SGDUpdate: return i == 3;                 // lr; the skip flag stays on the device
-    case OpId::AdamUpdate: return i == 4 || i == 5;     // lr, step
+    // SGDUpdate / AdamUpdate read lr and step on the device (staged when fed from the host).
     case OpId::GlobalNormClip: return false;            // max_norm is read on the device
     default: return false;
   }
@@ -148,7 +294,12 @@ CudaContext& cuda_context(const KernelContext& ctx) {
 Tensor host_input(const KernelContext& ctx, int i) {
   const Tensor& t = ctx.input(i);
   if (t.device() == Device::CPU) return t;
-  return cuda_context(ctx).download(t);
+  CudaContext& cc = cuda_context(ctx);
+  if (cc.capturing())
+    ctx.fail(cat("reads input ", i, " (", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                 ", computed on the device) on the host: a synchronisation that a CUDA graph "
+                 "cannot capture"));
+  return cc.download(t);
 }
 
 std::unique_ptr<DeviceContext> make_context() { return std::make_unique<CudaContext>(); }

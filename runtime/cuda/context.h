@@ -29,6 +29,18 @@ class CudaContext final : public DeviceContext {
   void enter() override;
   void leave() override;
   void synchronize() override;
+  void copy_into(const Tensor& src, Tensor& dst) override;
+  void amp_step(DeviceAmpState& state, const Tensor* found_inf, const DeviceAmpRule& rule) override;
+  void begin_capture() override;
+  std::unique_ptr<CapturedGraph> end_capture() override;
+  void abort_capture() override;
+
+  // Whether a CUDA graph is being captured on this context's stream.
+  bool capturing() const { return capturing_; }
+  // n bytes of host memory into device memory at dst, ordered on the stream; the host buffer may
+  // be reused at once (pageable: staged by the driver; during capture: copied into pinned memory
+  // kept with the graph).
+  void upload_bytes(void* dst, const void* src, size_t n);
 
   cudaStream_t stream() const { return stream_; }
   uint64_t stream_id() const { return id_; }
@@ -44,6 +56,13 @@ class CudaContext final : public DeviceContext {
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   std::vector<CurrentStream> saved_;  // enter() nesting
+  // Allocations are keyed by alloc_id_: id_, or during a capture the graph's private pool.
+  uint64_t alloc_id_ = 0;
+  bool capturing_ = false;
+  uint64_t capture_pool_ = 0;
+  std::vector<void*> capture_pinned_;  // pinned host copies of data uploaded during a capture
+  void set_alloc_id(uint64_t id);
+  void release_capture_resources();
 };
 
 // Whether input `index` of `op` is read on the host by its CUDA kernel (shapes, axes, starts,

@@ -165,3 +165,31 @@ TEST_CASE("allocator edge cases: zero bytes, null and foreign pointers") {
   CHECK_THROWS_AS(a.release(&x), oat::Error);
   CHECK(a.stats().allocations == 0);
 }
+
+TEST_CASE("allocator reserved pool (a CUDA graph's): survives empty_cache and OOM until retired") {
+  FakeDevice dev;
+  dev.budget = 4 * 1024;
+  CachingAllocator a(dev.raw());
+  const uint64_t pool = 77;
+  a.reserve_stream(pool);
+  void* g = a.allocate(1024, pool);  // memory a captured graph writes on every replay
+  a.release(g);                      // freed inside the capture: cached in the private pool
+  void* e = a.allocate(1024, 1);     // an eager allocation never receives the pool's block
+  CHECK(e != g);
+  a.release(e);
+  a.empty_cache();                   // frees the eager block only
+  CHECK(dev.frees == 1);
+  CHECK(dev.live.count(g) == 1);
+  CHECK(a.stats().cached_bytes == 1024);
+  // Out of memory: the retry empties the cache but the pool's block stays, so 4 KiB cannot fit.
+  CHECK_THROWS_AS(a.allocate(4096, 1), oat::Error);
+  CHECK(dev.live.count(g) == 1);
+  void* again = a.allocate(1024, pool);  // the graph's pool still serves its own requests
+  CHECK(again == g);
+  a.release(again);
+  a.retire_stream(pool);             // the graph is gone: the block joins the synchronised pool
+  a.empty_cache();
+  CHECK(dev.live.empty());
+  CHECK(a.stats().cached_bytes == 0);
+  CHECK_THROWS_AS(a.reserve_stream(0), oat::Error);
+}

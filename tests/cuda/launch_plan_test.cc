@@ -69,14 +69,17 @@ TEST_CASE("broadcast indexing merges dimensions and matches numpy offsets") {
   CHECK(s.strides[1][0] == 0);
 }
 
-TEST_CASE("inputs read on the host: shapes, axes, scalars; never data or the skip flag") {
+TEST_CASE("inputs read on the host: shapes, axes, scalars; never data, lr, step or the skip flag") {
   using oat::cuda::reads_on_host;
   CHECK(reads_on_host(OpId::Reshape, 1));
   CHECK_FALSE(reads_on_host(OpId::Reshape, 0));
   CHECK(reads_on_host(OpId::Slice, 3));
   CHECK(reads_on_host(OpId::Clip, 2));
-  CHECK(reads_on_host(OpId::SGDUpdate, 3));        // lr
-  CHECK_FALSE(reads_on_host(OpId::SGDUpdate, 4));  // skip stays on the device
+  // lr, Adam's step and the skip flag are read on the device (a CUDA graph replays new values)
+  CHECK_FALSE(reads_on_host(OpId::SGDUpdate, 3));
+  CHECK_FALSE(reads_on_host(OpId::SGDUpdate, 4));
+  CHECK_FALSE(reads_on_host(OpId::AdamUpdate, 4));
+  CHECK_FALSE(reads_on_host(OpId::AdamUpdate, 5));
   CHECK_FALSE(reads_on_host(OpId::UnscaleAndCheck, 0));
   CHECK_FALSE(reads_on_host(OpId::MatMul, 1));
   CHECK(reads_on_host(OpId::SoftmaxCrossEntropyLoss, 1));  // targets are range-checked there

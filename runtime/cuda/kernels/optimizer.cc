@@ -14,10 +14,9 @@
 // GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm): ‖G‖ = √(Σᵢ Σ Gᵢ²) from per-gradient
 //   FP32 sums of squares, Gᵢ' = Gᵢ·min(1, max_norm/(‖G‖ + 1e-6)), the coefficient computed and
 //   applied on the device (every Gᵢ' is written, also when the coefficient is 1: no host sync).
-// update_loss_scale (amp.h): the dynamic scale update on the device.
+// The loss-scale update after the step: CudaContext::amp_step (runtime/kernel.h's DeviceAmpState).
 #include <cmath>
 
-#include "runtime/cuda/amp.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
@@ -47,6 +46,19 @@ const bool* skip_flag(const KernelContext& ctx, int i) {
     ctx.fail(cat("skip must be a bool scalar, got ", dtype_name(s->dtype()), " ",
                  shape_str(s->shape())));
   return s->data<bool>();
+}
+
+// Input i, a scalar of dtype `want` that the executor staged on the device (reads_on_host is
+// false for it): the kernel reads it there, so no host synchronisation and nothing baked into a
+// captured CUDA graph.
+template <typename T>
+const T* device_scalar(const KernelContext& ctx, int i, DType want, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.dtype() != want || t.numel() != 1)
+    ctx.fail(cat(what, " must be a ", dtype_name(want), " scalar, got ", dtype_name(t.dtype()),
+                 " ", shape_str(t.shape())));
+  if (t.device() != Device::CUDA) ctx.fail(cat(what, " was not staged on the device"));
+  return t.data<T>();
 }
 
 // The optional working-copy output at index `out`: (pointer, ElemType) or (nullptr, 0).
@@ -88,8 +100,7 @@ void unscale_and_check(KernelContext& ctx) {
   if (table.empty()) return;
   Tensor dev_table = cc.scratch(table.size() * sizeof(UnscaleEntry));
   // Pageable source: the copy is staged before cudaMemcpyAsync returns, so `table` may go.
-  CUDA_CHECK(cudaMemcpyAsync(dev_table.raw_data(), table.data(), table.size() * sizeof(UnscaleEntry),
-                             cudaMemcpyHostToDevice, cc.stream()));
+  cc.upload_bytes(dev_table.raw_data(), table.data(), table.size() * sizeof(UnscaleEntry));
   launch_unscale(static_cast<const UnscaleEntry*>(dev_table.raw_data()),
                  static_cast<int>(table.size()), blocks, inv.data<float>(),
                  found.data<bool>(), cc.stream());
@@ -112,7 +123,7 @@ void sgd_update(KernelContext& ctx) {
     check_f32(ctx, *v, "the velocity");
     if (v->shape() != p.shape()) ctx.fail("the velocity and the parameter differ in shape");
   }
-  prm.lr = static_cast<float>(host_input(ctx, 3).item_as_double());
+  prm.lr = device_scalar<float>(ctx, 3, DType::F32, "the learning rate");
   Tensor& po = ctx.allocate_output(0, DType::F32, p.shape());
   float* vo = nullptr;
   if (prm.momentum != 0.f) vo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
@@ -125,8 +136,8 @@ void sgd_update(KernelContext& ctx) {
 
 void adam_update(KernelContext& ctx) {
   const Node& nd = ctx.node();
-  const double b1 = nd.attr_float("beta1", 0.9f), b2 = nd.attr_float("beta2", 0.999f);
-  const double lambda = nd.attr_float("weight_decay", 0.0f);
+  const float b1 = nd.attr_float("beta1", 0.9f), b2 = nd.attr_float("beta2", 0.999f);
+  const float lambda = nd.attr_float("weight_decay", 0.0f);
   const bool decoupled = nd.attr_int("decoupled", 0) != 0;
   const Tensor& p = ctx.input(0);
   const Tensor& g = ctx.input(1);
@@ -138,18 +149,18 @@ void adam_update(KernelContext& ctx) {
   check_grad(ctx, p, g);
   if (m.shape() != p.shape() || v.shape() != p.shape())
     ctx.fail("the moments and the parameter differ in shape");
-  const double lr = host_input(ctx, 4).item_as_double();
-  const double t = static_cast<double>(host_input(ctx, 5).item_as_int());
-  if (t < 1) ctx.fail(cat("step must be >= 1, got ", t));
-  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
   AdamParams prm{};
+  prm.lr = device_scalar<float>(ctx, 4, DType::F32, "the learning rate");
+  prm.step = device_scalar<int64_t>(ctx, 5, DType::I64, "the step");
+  // A step on the host is checked here; one on the device (the trainer's counter) is >= 1 by
+  // construction.
+  if (ctx.input(5).device() == Device::CPU && ctx.input(5).item_as_int() < 1)
+    ctx.fail(cat("step must be >= 1, got ", ctx.input(5).item_as_int()));
   prm.beta1 = static_cast<float>(b1);
   prm.beta2 = static_cast<float>(b2);
   prm.eps = nd.attr_float("epsilon", 1e-8f);
-  prm.step_size = static_cast<float>(lr / c1);
-  prm.inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
-  prm.decay = static_cast<float>(decoupled ? 1.0 - lr * lambda : 1.0);
-  prm.l2 = static_cast<float>(decoupled ? 0.0 : lambda);
+  prm.weight_decay = static_cast<float>(lambda);
+  prm.decoupled = decoupled;
   float* po = ctx.allocate_output(0, DType::F32, p.shape()).data<float>();
   float* mo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
   float* vo = ctx.allocate_output(2, DType::F32, p.shape()).data<float>();
@@ -197,25 +208,6 @@ void global_norm_clip(KernelContext& ctx) {
 }
 
 }  // namespace
-
-void update_loss_scale(DeviceContext& dc, Tensor& scale, Tensor& inv_scale, Tensor& clean_steps,
-                       const Tensor& found_inf, const LossScaleRule& rule) {
-  auto* cc = dynamic_cast<CudaContext*>(&dc);
-  if (!cc) throw Error("update_loss_scale: not a CUDA context");
-  auto scalar_on_device = [](const Tensor& t, DType want, const char* what) {
-    if (t.device() != Device::CUDA || t.dtype() != want || t.numel() != 1)
-      throw Error(cat("update_loss_scale: ", what, " must be a ", dtype_name(want),
-                      " scalar on the device, got ", dtype_name(t.dtype()), " ",
-                      shape_str(t.shape()), " on ", device_name(t.device())));
-  };
-  scalar_on_device(scale, DType::F32, "scale");
-  scalar_on_device(inv_scale, DType::F32, "inv_scale");
-  scalar_on_device(clean_steps, DType::I32, "clean_steps");
-  scalar_on_device(found_inf, DType::Bool, "found_inf");
-  launch_update_scale(scale.data<float>(), inv_scale.data<float>(), clean_steps.data<int32_t>(),
-                      found_inf.data<bool>(), rule.growth, rule.backoff, rule.interval,
-                      rule.min_scale, rule.max_scale, cc->stream());
-}
 
 void register_optimizer(KernelRegistry& r) {
   // Keyed by the first input's dtype: inv_scale (F32) and the F32 master parameter.

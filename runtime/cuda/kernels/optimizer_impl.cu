@@ -52,6 +52,7 @@ __global__ void sgd_kernel(const float* p, const void* g, int g_type, const floa
                            float* vo, void* low, int low_type, int64_t n, SgdParams prm,
                            const bool* skip) {
   const bool skipped = skip && *skip;
+  const float lr = *prm.lr;
   OAT_GRID_STRIDE_LOOP(i, n) {
     float pn = p[i];
     if (!skipped) {
@@ -61,7 +62,7 @@ __global__ void sgd_kernel(const float* p, const void* g, int g_type, const floa
         vo[i] = vn;
         d = prm.nesterov ? d + prm.momentum * vn : vn;
       }
-      pn = p[i] - prm.lr * d;
+      pn = p[i] - lr * d;
     } else if (vo) {
       vo[i] = v[i];
     }
@@ -74,13 +75,21 @@ __global__ void adam_kernel(const float* p, const void* g, int g_type, const flo
                             const float* v, float* po, float* mo, float* vo, void* low,
                             int low_type, int64_t n, AdamParams prm, const bool* skip) {
   const bool skipped = skip && *skip;
+  // Per thread, in double as the CPU kernel does: step_size = lr / (1 − β₁ᵗ),
+  // inv_sqrt_c2 = 1 / √(1 − β₂ᵗ), decay = 1 − lr·λ (AdamW) or 1, l2 = λ (Adam) or 0.
+  const double lr = *prm.lr, t = static_cast<double>(*prm.step);
+  const float step_size = static_cast<float>(lr / (1.0 - pow(static_cast<double>(prm.beta1), t)));
+  const float inv_sqrt_c2 =
+      static_cast<float>(1.0 / sqrt(1.0 - pow(static_cast<double>(prm.beta2), t)));
+  const float decay = static_cast<float>(prm.decoupled ? 1.0 - lr * prm.weight_decay : 1.0);
+  const float l2 = prm.decoupled ? 0.f : prm.weight_decay;
   OAT_GRID_STRIDE_LOOP(i, n) {
     float pn = p[i], mn = m[i], vn = v[i];
     if (!skipped) {
-      const float gr = load_any(g, g_type, i) + prm.l2 * p[i];
+      const float gr = load_any(g, g_type, i) + l2 * p[i];
       mn = prm.beta1 * m[i] + (1.f - prm.beta1) * gr;
       vn = prm.beta2 * v[i] + (1.f - prm.beta2) * gr * gr;
-      pn = p[i] * prm.decay - prm.step_size * mn / (sqrtf(vn) * prm.inv_sqrt_c2 + prm.eps);
+      pn = p[i] * decay - step_size * mn / (sqrtf(vn) * inv_sqrt_c2 + prm.eps);
     }
     po[i] = pn;
     mo[i] = mn;
@@ -89,18 +98,27 @@ __global__ void adam_kernel(const float* p, const void* g, int g_type, const flo
   }
 }
 
-__global__ void update_scale_kernel(float* scale, float* inv_scale, int32_t* clean,
-                                    const bool* found_inf, float growth, float backoff,
-                                    int32_t interval, float lo, float hi) {
+__global__ void amp_step_kernel(float* scale, float* inv_scale, int64_t* step,
+                                int64_t* counters, const bool* found_inf, AmpStepRule r) {
   float s = *scale;
-  if (*found_inf) {
-    s *= backoff;
-    *clean = 0;
-  } else if (++*clean >= interval) {
-    s *= growth;
-    *clean = 0;
+  const bool overflow = r.check && found_inf && *found_inf;
+  if (!overflow) {
+    *step += 1;
+    if (r.dynamic) {
+      counters[1] = r.hysteresis;
+      if (++counters[0] >= r.interval) {
+        s = fminf(s * r.growth, r.max_scale);
+        counters[0] = 0;
+      }
+    }
+  } else {
+    counters[2] += 1;
+    if (r.dynamic) {
+      counters[0] = 0;
+      if (counters[1] <= 1) s = fmaxf(s * r.backoff, r.min_scale);
+      else counters[1] -= 1;
+    }
   }
-  s = fminf(fmaxf(s, lo), hi);
   *scale = s;
   *inv_scale = 1.f / s;
 }
@@ -159,11 +177,9 @@ void launch_adam(const float* p, const void* g, int g_type, const float* m, cons
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_update_scale(float* scale, float* inv_scale, int32_t* clean_steps,
-                         const bool* found_inf, float growth, float backoff, int32_t interval,
-                         float min_scale, float max_scale, cudaStream_t s) {
-  update_scale_kernel<<<1, 1, 0, s>>>(scale, inv_scale, clean_steps, found_inf, growth, backoff,
-                                      interval, min_scale, max_scale);
+void launch_amp_step(float* scale, float* inv_scale, int64_t* step, int64_t* counters,
+                     const bool* found_inf, AmpStepRule rule, cudaStream_t s) {
+  amp_step_kernel<<<1, 1, 0, s>>>(scale, inv_scale, step, counters, found_inf, rule);
   CUDA_CHECK_LAUNCH();
 }
 

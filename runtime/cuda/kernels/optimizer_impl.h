@@ -24,8 +24,12 @@ void launch_unscale(const UnscaleEntry* table, int entries, int64_t total_blocks
 // Fused updates on FP32 masters (see runtime/cpu/kernels/optimizer.cc for the formulas). When
 // *skip (device flag, may be null) is true every output is a copy of its input. `low`, when not
 // null, receives P' rounded to low_type (F16/BF16): the working copy of FP16 nodes.
+// The learning rate (F32) and Adam's step (I64) are device scalars read by the kernels, so a
+// captured CUDA graph replays with the values of each step (nothing is baked into launch
+// arguments) and no host synchronisation is needed.
 struct SgdParams {
-  float lr, momentum, dampening, weight_decay;
+  const float* lr;
+  float momentum, dampening, weight_decay;
   bool nesterov;
 };
 void launch_sgd(const float* p, const void* g, int g_type, const float* v, float* p_out,
@@ -33,11 +37,11 @@ void launch_sgd(const float* p, const void* g, int g_type, const float* v, float
                 cudaStream_t s);
 
 struct AdamParams {
+  const float* lr;      // device scalar
+  const int64_t* step;  // device scalar t ≥ 1 (applied updates so far + 1)
   float beta1, beta2, eps;
-  float step_size;    // lr / (1 − β₁ᵗ)
-  float inv_sqrt_c2;  // 1 / √(1 − β₂ᵗ)
-  float decay;        // AdamW: 1 − lr·λ, else 1
-  float l2;           // Adam: λ, else 0
+  float weight_decay;   // λ
+  bool decoupled;       // AdamW: P·(1 − lr·λ); Adam: λ·P added to the gradient
 };
 void launch_adam(const float* p, const void* g, int g_type, const float* m, const float* v,
                  float* p_out, float* m_out, float* v_out, void* low, int low_type, int64_t n,
@@ -50,11 +54,21 @@ void launch_clip_coef(const float* partial, int count, const float* max_norm, fl
 // y = x · *coef over n floats.
 void launch_scale_by(const float* x, const float* coef, float* y, int64_t n, cudaStream_t s);
 
-// The dynamic loss scale on the device (torch.amp's _amp_update_scale_): on overflow
-// scale ·= backoff and the clean-step count resets; after `interval` clean steps in a row
-// scale ·= growth; the result is clamped to [min_scale, max_scale]; inv_scale = 1 / scale.
-void launch_update_scale(float* scale, float* inv_scale, int32_t* clean_steps,
-                         const bool* found_inf, float growth, float backoff, int32_t interval,
-                         float min_scale, float max_scale, cudaStream_t s);
+// The step bookkeeping of a training run on the device (DeviceAmpState in runtime/kernel.h;
+// torch.amp's _amp_update_scale_ plus Adam's step and DeepSpeed's hysteresis), one thread:
+//   no check:  *step += 1
+//   overflow:  skipped += 1; dynamic: growth = 0 and (hyst ≤ 1 ? scale = max(scale·backoff, min)
+//              : hyst −= 1)
+//   clean:     *step += 1; dynamic: hyst = hysteresis, growth += 1 and at `interval`
+//              scale = min(scale·growth, max), growth = 0
+//   always:    *inv_scale = 1 / *scale
+// counters = {growth_tracker, hysteresis_left, skipped_steps}; found_inf may be null (no check).
+struct AmpStepRule {
+  bool check, dynamic;
+  float growth, backoff, min_scale, max_scale;
+  int64_t interval, hysteresis;
+};
+void launch_amp_step(float* scale, float* inv_scale, int64_t* step, int64_t* counters,
+                     const bool* found_inf, AmpStepRule rule, cudaStream_t s);
 
 }  // namespace oat::cuda

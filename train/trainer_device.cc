@@ -72,6 +72,23 @@ void Trainer::start_device_run() {
   if (!cfg_.cuda_graph) graph_status_ = "off (--no-cuda-graph)";
 }
 
+// One run of the training graph on the device state: the loss, found_inf and every new state
+// tensor, left on the device.
+std::map<std::string, Tensor> Trainer::run_device_graph(const Tensor& x, const Tensor& y) {
+  DeviceRun& d = *dev_;
+  std::map<std::string, Tensor> feeds = d.state;
+  feeds[tg_.data_input] = x;
+  if (!tg_.target.empty()) feeds[tg_.target] = y;
+  feeds[tg_.lr] = d.lr;
+  feeds[tg_.step] = d.amp.step;
+  feeds[tg_.seed] = d.amp.scale;
+  if (!tg_.inv_scale.empty()) feeds[tg_.inv_scale] = d.amp.inv_scale;
+  std::vector<std::string> fetch = {tg_.loss};
+  if (!tg_.found_inf.empty()) fetch.push_back(tg_.found_inf);
+  for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
+  return exec_->run_resident(feeds, fetch);
+}
+
 Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
   DeviceRun& d = *dev_;
   PendingStep p;
@@ -94,17 +111,7 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
     }
     return p;
   }
-  std::map<std::string, Tensor> feeds = d.state;
-  feeds[tg_.data_input] = b.inputs;
-  if (has_target) feeds[tg_.target] = b.targets;
-  feeds[tg_.lr] = d.lr;
-  feeds[tg_.step] = d.amp.step;
-  feeds[tg_.seed] = d.amp.scale;
-  if (!tg_.inv_scale.empty()) feeds[tg_.inv_scale] = d.amp.inv_scale;
-  std::vector<std::string> fetch = {tg_.loss};
-  if (!tg_.found_inf.empty()) fetch.push_back(tg_.found_inf);
-  for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
-  auto out = exec_->run_resident(feeds, fetch);
+  auto out = run_device_graph(b.inputs, b.targets);
   for (const auto& [name, next] : tg_.updates) {
     // With a graph the state buffers are fixed (the graph reads them): copy into them.
     if (d.graph) d.dc->copy_into(out.at(next), d.state.at(name));
@@ -129,17 +136,6 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
 
 void Trainer::try_capture() {
   DeviceRun& d = *dev_;
-  const bool has_target = !tg_.target.empty();
-  std::map<std::string, Tensor> feeds = d.state;
-  feeds[tg_.data_input] = d.x;
-  if (has_target) feeds[tg_.target] = d.y;
-  feeds[tg_.lr] = d.lr;
-  feeds[tg_.step] = d.amp.step;
-  feeds[tg_.seed] = d.amp.scale;
-  if (!tg_.inv_scale.empty()) feeds[tg_.inv_scale] = d.amp.inv_scale;
-  std::vector<std::string> fetch = {tg_.loss};
-  if (!tg_.found_inf.empty()) fetch.push_back(tg_.found_inf);
-  for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
   // Dropout in training mode draws a new mask each step from a generator its kernel advances on
   // the host; a replay would repeat the captured mask.
   for (const Node& n : tg_.graph.nodes)
@@ -152,7 +148,7 @@ void Trainer::try_capture() {
   try {
     d.dc->begin_capture();
     // Recorded, not run: the step just run eagerly is not repeated.
-    auto out = exec_->run_resident(feeds, fetch);
+    auto out = run_device_graph(d.x, d.y);
     for (const auto& [name, next] : tg_.updates) d.dc->copy_into(out.at(next), d.state.at(name));
     const Tensor* found = tg_.found_inf.empty() ? nullptr : &out.at(tg_.found_inf);
     d.dc->amp_step(d.amp, found, d.rule);

@@ -180,6 +180,11 @@ const std::vector<Case>& cases() {
     v.push_back({"IsNaN", 13, {}, {flt({3, 4})}});
     v.push_back({"IsInf", 10, {}, {huge({3, 4})}});
     v.push_back({"Not", 1, {}, {bools({3, 4})}, 1, {DType::Bool}});
+    for (const char* op : {"And", "Or", "Xor"})
+      v.push_back({op, 7, {}, {bools({3, 4}), bools({4})}, 1, {DType::Bool}});
+    v.push_back({"Shape", 15, {{"start", attr_i(1)}}, {flt({2, 3, 4})}});
+    v.push_back({"Size", 13, {}, {flt({2, 3, 4})}});
+    v.push_back({"CastLike", 15, {}, {flt({5, 7}), f32({1})}});
     // unary and activations
     for (const char* op : {"Exp", "Neg", "Abs", "Floor", "Ceil", "Sign", "Round", "Sin", "Cos",
                            "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",

@@ -34,16 +34,38 @@ class ZooBuilder {
   std::string node(const std::string& op, const std::string& name,
                    const std::vector<std::string>& inputs, std::map<std::string, Attribute> attrs = {},
                    std::string out = "") {
+    return node_n(op, name, inputs, {out.empty() ? name + "_out" : out}, std::move(attrs))[0];
+  }
+
+  // A node with several outputs (Split).
+  std::vector<std::string> node_n(const std::string& op, const std::string& name,
+                                  const std::vector<std::string>& inputs,
+                                  std::vector<std::string> outputs,
+                                  std::map<std::string, Attribute> attrs = {}) {
     Node n;
     n.name = name;
     n.op_type = op;
     n.op = op_from_name(op);
     n.opset = 17;
     n.inputs = inputs;
-    n.outputs = {out.empty() ? name + "_out" : out};
+    n.outputs = std::move(outputs);
     n.attrs = std::move(attrs);
     g_.nodes.push_back(n);
-    return n.outputs[0];
+    return n.outputs;
+  }
+
+  // An int64 initializer (Reshape's shape): not a parameter, the trainer trains only floats.
+  std::string int64s(const std::string& name, const std::vector<int64_t>& values) {
+    Tensor t(DType::I64, {static_cast<int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), t.data<int64_t>());
+    g_.initializers[name] = t;
+    return name;
+  }
+
+  // A float scalar as a Constant node (value_float), not an initializer: a float initializer
+  // would be trained.
+  std::string constant(const std::string& name, float v) {
+    return node("Constant", name, {}, {{"value_float", float_attr(v)}});
   }
 
   // U(-bound, bound) with bound = 1/√fan_in: PyTorch's default for both weight and bias.
@@ -99,6 +121,38 @@ class ZooBuilder {
     return node("BatchNormalization", name,
                 {x, name + ".weight", name + ".bias", name + ".running_mean", name + ".running_var"},
                 {{"epsilon", float_attr(1e-5f)}, {"momentum", float_attr(0.9f)}});
+  }
+
+  // xavier_uniform_: U(-a, a), a = √(6 / (fan_in + fan_out)); fan_in = shape[1], fan_out = shape[0].
+  std::string xavier_param(const std::string& name, Shape shape) {
+    const float a = std::sqrt(6.0f / static_cast<float>(shape[0] + shape[1]));
+    std::uniform_real_distribution<float> u(-a, a);
+    Tensor t(DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng_);
+    g_.initializers[name] = t;
+    return name;
+  }
+
+  // N(0, std²) (the positional embedding: BERT's / ViT's truncation-free 0.02).
+  std::string normal_param(const std::string& name, Shape shape, float std) {
+    std::normal_distribution<float> n(0.0f, std);
+    Tensor t(DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = n(rng_);
+    g_.initializers[name] = t;
+    return name;
+  }
+
+  // nn.LayerNorm(d) over the last axis: weight 1, bias 0, eps 1e-5.
+  std::string layernorm(const std::string& name, const std::string& x, int64_t d) {
+    filled_param(name + ".weight", {d}, 1.0f);
+    filled_param(name + ".bias", {d}, 0.0f);
+    return node("LayerNormalization", name, {x, name + ".weight", name + ".bias"},
+                {{"axis", ints_attr(-1)}, {"epsilon", float_attr(1e-5f)}});
+  }
+
+  std::string filled_param(const std::string& name, Shape shape, float v) {
+    g_.initializers[name] = filled(std::move(shape), v);
+    return name;
   }
 
   static Tensor filled(Shape shape, float v) {
@@ -163,6 +217,52 @@ std::string basic_block(ZooBuilder& b, const std::string& p, const std::string& 
   return b.node("Relu", p + ".relu2", {b.node("Add", p + ".add", {y, shortcut})});
 }
 
+// nn.TransformerEncoderLayer(d, heads, ff, dropout=0, activation="relu", batch_first=True),
+// post-norm (norm_first=False), on the token rows h [N·S, d]:
+//   [q | k | v] = h·in_proj_weightᵀ + in_proj_bias       (one Gemm, then Split on axis 1)
+//   per head (dh = d / heads): A = softmax((q/√dh)·kᵀ) over keys, ctx = A·v
+//   h = norm1(h + ctx·out_projᵀ + b);  h = norm2(h + linear2(relu(linear1(h))))
+// Heads are [N, H, S, dh] = Transpose(Reshape(q, [-1, S, H, dh]), [0, 2, 1, 3]); k goes straight
+// to [N, H, dh, S] (perm [0, 2, 3, 1]), so both attention products are plain batched MatMuls.
+std::string encoder_layer(ZooBuilder& b, const std::string& p, const std::string& h,
+                          const TransformerOptions& o) {
+  const int64_t d = o.d_model, H = o.heads, dh = o.d_model / o.heads, S = o.seq_len;
+  const std::string a = p + ".self_attn";
+  // PyTorch's MultiheadAttention init: in_proj xavier_uniform_, both biases 0, out_proj.weight
+  // nn.Linear's default.
+  b.xavier_param(a + ".in_proj_weight", {3 * d, d});
+  b.filled_param(a + ".in_proj_bias", {3 * d}, 0.0f);
+  b.uniform_param(a + ".out_proj.weight", {d, d}, d);
+  b.filled_param(a + ".out_proj.bias", {d}, 0.0f);
+
+  const std::string qkv = b.node("Gemm", a + ".in_proj", {h, a + ".in_proj_weight", a + ".in_proj_bias"},
+                                 {{"transB", ZooBuilder::ints_attr(1)}});
+  const auto parts = b.node_n("Split", a + ".split", {qkv}, {a + ".q", a + ".k", a + ".v"},
+                              {{"axis", ZooBuilder::ints_attr(1)}});
+  const std::string heads_shape = b.int64s("heads_shape", {-1, S, H, dh});
+  const std::string q_scaled =
+      b.node("Mul", a + ".q_scale", {parts[0], b.constant(a + ".scale", 1.0f / std::sqrt(static_cast<float>(dh)))});
+  auto to_heads = [&](const std::string& x, const std::string& tag, std::vector<int64_t> perm) {
+    return b.node("Transpose", a + "." + tag + "_heads",
+                  {b.node("Reshape", a + "." + tag + "_reshape", {x, heads_shape})},
+                  {{"perm", ZooBuilder::ints(std::move(perm))}});
+  };
+  const std::string q = to_heads(q_scaled, "q", {0, 2, 1, 3});  // [N, H, S, dh]
+  const std::string kt = to_heads(parts[1], "k", {0, 2, 3, 1});  // [N, H, dh, S]
+  const std::string v = to_heads(parts[2], "v", {0, 2, 1, 3});   // [N, H, S, dh]
+  const std::string scores = b.node("MatMul", a + ".scores", {q, kt});  // [N, H, S, S]
+  const std::string attn = b.node("Softmax", a + ".softmax", {scores}, {{"axis", ZooBuilder::ints_attr(-1)}});
+  std::string ctx = b.node("MatMul", a + ".context", {attn, v});  // [N, H, S, dh]
+  ctx = b.node("Transpose", a + ".context_merge", {ctx}, {{"perm", ZooBuilder::ints({0, 2, 1, 3})}});
+  ctx = b.node("Reshape", a + ".context_rows", {ctx, b.int64s("rows_shape", {-1, d})});
+  const std::string attn_out = b.node("Gemm", a + ".out_proj", {ctx, a + ".out_proj.weight", a + ".out_proj.bias"},
+                                      {{"transB", ZooBuilder::ints_attr(1)}});
+  std::string x = b.layernorm(p + ".norm1", b.node("Add", p + ".residual1", {h, attn_out}), d);
+  std::string f = b.node("Relu", p + ".relu", {b.linear(p + ".linear1", x, d, o.ff)});
+  f = b.linear(p + ".linear2", f, o.ff, d);
+  return b.layernorm(p + ".norm2", b.node("Add", p + ".residual2", {x, f}), d);
+}
+
 }  // namespace
 
 Graph mlp(uint64_t seed) {
@@ -225,7 +325,39 @@ Graph resnet18(uint64_t seed, const ResNetOptions& o) {
   return g;
 }
 
-std::vector<std::string> zoo_names() { return {"mlp", "lenet5", "resnet18", "resnet18-cifar"}; }
+Graph transformer(uint64_t seed, const TransformerOptions& o) {
+  if (o.seq_len < 1 || o.d_in < 1 || o.d_model < 1 || o.heads < 1 || o.layers < 1 || o.ff < 1 ||
+      o.num_classes < 1)
+    throw Error(cat("transformer: every size must be positive (seq_len ", o.seq_len, ", d_in ", o.d_in,
+                    ", d_model ", o.d_model, ", heads ", o.heads, ", layers ", o.layers, ", ff ", o.ff,
+                    ", num_classes ", o.num_classes, ")"));
+  if (o.d_model % o.heads != 0)
+    throw Error(cat("transformer: d_model ", o.d_model, " is not a multiple of heads ", o.heads));
+  ZooBuilder b(seed);
+  Dim batch;
+  batch.param = "batch";
+  b.input("input", {batch, Dim{o.seq_len, ""}, Dim{o.d_in, ""}});
+  // Tokens as rows [N·S, d_in] → input_proj → [N, S, d] + pos_embedding [S, d] → rows [N·S, d].
+  std::string h = b.node("Reshape", "tokens", {"input", b.int64s("tokens_shape", {-1, o.d_in})});
+  h = b.linear("input_proj", h, o.d_in, o.d_model);
+  const std::string seq_shape = b.int64s("seq_shape", {-1, o.seq_len, o.d_model});
+  h = b.node("Reshape", "input_proj_seq", {h, seq_shape});
+  h = b.node("Add", "add_pos", {h, b.normal_param("pos_embedding", {o.seq_len, o.d_model}, 0.02f)});
+  h = b.node("Reshape", "rows", {h, b.int64s("rows_shape", {-1, o.d_model})});
+  for (int64_t l = 0; l < o.layers; ++l) h = encoder_layer(b, cat("encoder.layers.", l), h, o);
+  // Mean over the sequence → classifier.
+  h = b.node("ReduceMean", "pool", {b.node("Reshape", "pool_seq", {h, seq_shape})},
+             {{"axes", ZooBuilder::ints({1})}, {"keepdims", ZooBuilder::ints_attr(0)}});
+  b.linear("fc", h, o.d_model, o.num_classes, "logits");
+  b.output("logits", logits_dims(o.num_classes));
+  Graph g = b.take();
+  g.name = "transformer";
+  return g;
+}
+
+std::vector<std::string> zoo_names() {
+  return {"mlp", "lenet5", "resnet18", "resnet18-cifar", "transformer"};
+}
 
 Graph zoo_model(const std::string& name, uint64_t seed) {
   if (name == "mlp") return mlp(seed);
@@ -237,6 +369,7 @@ Graph zoo_model(const std::string& name, uint64_t seed) {
     o.num_classes = 10;
     return resnet18(seed, o);
   }
+  if (name == "transformer") return transformer(seed, TransformerOptions{});
   std::string all;
   for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;
   throw Error(cat("unknown zoo model '", name, "' (known: ", all, ")"));

@@ -37,8 +37,31 @@ struct ResNetOptions {
 };
 Graph resnet18(uint64_t seed = 0, const ResNetOptions& options = {});
 
+// A transformer encoder classifier of sequences of vectors, the PyTorch module
+//   h = input_proj(x) + pos_embedding                      x [N, S, d_in], pos_embedding [S, d]
+//   h = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, heads, ff, dropout=0,
+//           activation="relu", batch_first=True), layers)(h)      (post-norm, eps 1e-5)
+//   logits = fc(h.mean(dim=1))
+// written with MatMul, Gemm, Split, Transpose, Reshape, Softmax, LayerNormalization, ReduceMean
+// (opset 17). Parameter names are that module's state_dict keys (input_proj.weight,
+// pos_embedding, encoder.layers.0.self_attn.in_proj_weight, encoder.layers.1.norm2.bias, fc.bias...),
+// with PyTorch's initialisation (MultiheadAttention: in_proj xavier_uniform_, biases 0; LayerNorm
+// 1 / 0; Linear's default) and pos_embedding ~ N(0, 0.02²). The defaults read a 28×28 image as
+// 28 rows of 28 pixels, so it trains on Fashion-MNIST as it is.
+// Input "input" [batch, seq_len, d_in], output "logits" [batch, num_classes].
+struct TransformerOptions {
+  int64_t seq_len = 28;
+  int64_t d_in = 28;
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t ff = 512;
+  int64_t num_classes = 10;
+};
+Graph transformer(uint64_t seed = 0, const TransformerOptions& options = {});
+
 // The names `zoo_model` accepts: mlp, lenet5, resnet18 (3×224×224, 1000 classes),
-// resnet18-cifar (3×32×32, 10 classes).
+// resnet18-cifar (3×32×32, 10 classes), transformer (28×28 as 28 tokens, 10 classes).
 std::vector<std::string> zoo_names();
 // The model by name; throws Error listing the names for an unknown one.
 Graph zoo_model(const std::string& name, uint64_t seed = 0);

@@ -62,12 +62,6 @@ class ZooBuilder {
     return name;
   }
 
-  // A float scalar as a Constant node (value_float), not an initializer: a float initializer
-  // would be trained.
-  std::string constant(const std::string& name, float v) {
-    return node("Constant", name, {}, {{"value_float", float_attr(v)}});
-  }
-
   // U(-bound, bound) with bound = 1/√fan_in: PyTorch's default for both weight and bias.
   std::string uniform_param(const std::string& name, Shape shape, int64_t fan_in) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
@@ -219,9 +213,13 @@ std::string basic_block(ZooBuilder& b, const std::string& p, const std::string& 
 
 // nn.TransformerEncoderLayer(d, heads, ff, dropout=0, activation="relu", batch_first=True),
 // post-norm (norm_first=False), on the token rows h [N·S, d]:
-//   [q | k | v] = h·in_proj_weightᵀ + in_proj_bias       (one Gemm, then Split on axis 1)
+//   [q | k | v] = h·in_proj_weightᵀ + in_proj_bias
 //   per head (dh = d / heads): A = softmax((q/√dh)·kᵀ) over keys, ctx = A·v
 //   h = norm1(h + ctx·out_projᵀ + b);  h = norm2(h + linear2(relu(linear1(h))))
+// The packed in_proj_weight [3d, d] and in_proj_bias [3d] are Split into their q, k, v thirds,
+// one Gemm each; q's carries the 1/√dh as Gemm's alpha = beta (q/√dh = (h·Wqᵀ + bq)/√dh), so no
+// float constant feeds the graph (a Constant would run on the host, and a float initializer
+// would be trained).
 // Heads are [N, H, S, dh] = Transpose(Reshape(q, [-1, S, H, dh]), [0, 2, 1, 3]); k goes straight
 // to [N, H, dh, S] (perm [0, 2, 3, 1]), so both attention products are plain batched MatMuls.
 std::string encoder_layer(ZooBuilder& b, const std::string& p, const std::string& h,
@@ -235,21 +233,28 @@ std::string encoder_layer(ZooBuilder& b, const std::string& p, const std::string
   b.uniform_param(a + ".out_proj.weight", {d, d}, d);
   b.filled_param(a + ".out_proj.bias", {d}, 0.0f);
 
-  const std::string qkv = b.node("Gemm", a + ".in_proj", {h, a + ".in_proj_weight", a + ".in_proj_bias"},
-                                 {{"transB", ZooBuilder::ints_attr(1)}});
-  const auto parts = b.node_n("Split", a + ".split", {qkv}, {a + ".q", a + ".k", a + ".v"},
-                              {{"axis", ZooBuilder::ints_attr(1)}});
+  const auto w = b.node_n("Split", a + ".in_proj_weight_split", {a + ".in_proj_weight"},
+                          {a + ".q_weight", a + ".k_weight", a + ".v_weight"},
+                          {{"axis", ZooBuilder::ints_attr(0)}});
+  const auto bias = b.node_n("Split", a + ".in_proj_bias_split", {a + ".in_proj_bias"},
+                             {a + ".q_bias", a + ".k_bias", a + ".v_bias"},
+                             {{"axis", ZooBuilder::ints_attr(0)}});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  std::vector<std::string> qkv;
+  for (int i = 0; i < 3; ++i) {
+    std::map<std::string, Attribute> attrs = {{"transB", ZooBuilder::ints_attr(1)}};
+    if (i == 0) attrs["alpha"] = attrs["beta"] = ZooBuilder::float_attr(scale);
+    qkv.push_back(b.node("Gemm", a + "." + "qkv"[i] + "_proj", {h, w[i], bias[i]}, attrs));
+  }
   const std::string heads_shape = b.int64s("heads_shape", {-1, S, H, dh});
-  const std::string q_scaled =
-      b.node("Mul", a + ".q_scale", {parts[0], b.constant(a + ".scale", 1.0f / std::sqrt(static_cast<float>(dh)))});
   auto to_heads = [&](const std::string& x, const std::string& tag, std::vector<int64_t> perm) {
     return b.node("Transpose", a + "." + tag + "_heads",
                   {b.node("Reshape", a + "." + tag + "_reshape", {x, heads_shape})},
                   {{"perm", ZooBuilder::ints(std::move(perm))}});
   };
-  const std::string q = to_heads(q_scaled, "q", {0, 2, 1, 3});  // [N, H, S, dh]
-  const std::string kt = to_heads(parts[1], "k", {0, 2, 3, 1});  // [N, H, dh, S]
-  const std::string v = to_heads(parts[2], "v", {0, 2, 1, 3});   // [N, H, S, dh]
+  const std::string q = to_heads(qkv[0], "q", {0, 2, 1, 3});   // [N, H, S, dh], scaled
+  const std::string kt = to_heads(qkv[1], "k", {0, 2, 3, 1});  // [N, H, dh, S]
+  const std::string v = to_heads(qkv[2], "v", {0, 2, 1, 3});   // [N, H, S, dh]
   const std::string scores = b.node("MatMul", a + ".scores", {q, kt});  // [N, H, S, S]
   const std::string attn = b.node("Softmax", a + ".softmax", {scores}, {{"axis", ZooBuilder::ints_attr(-1)}});
   std::string ctx = b.node("MatMul", a + ".context", {attn, v});  // [N, H, S, dh]

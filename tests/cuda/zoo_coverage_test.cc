@@ -22,7 +22,7 @@ std::string missing(const Graph& g) {
   return r;
 }
 
-const char* kModels[] = {"mlp", "lenet5", "resnet18-cifar"};
+const char* kModels[] = {"mlp", "lenet5", "resnet18-cifar", "transformer"};
 
 }  // namespace
 

@@ -382,6 +382,17 @@ const std::vector<Case>& cases() {
     v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
+    // PadGrad
+    v.push_back({"PadGrad", 1, {{"mode", attr_s("reflect")}},
+                 {flt({7, 11}), ints({3, 4}), ints({2, 3, 2, 4})}});
+    v.push_back({"PadGrad", 1, {}, {flt({4, 2}), ints({2, 3}), ints({1, 2, 1, -3})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "constant, crop"});
+    v.push_back({"PadGrad", 1, {{"mode", attr_s("edge")}},
+                 {flt({2, 3, 9}), ints({2, 3, 4}), ints({2, 3}), ints({-1})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "edge, axes"});
+    v.push_back({"PadGrad", 1, {{"mode", attr_s("wrap")}, {"pads", attr_ints({1, 5, 2, 1})}},
+                 {flt({6, 10}), ints({3, 4})}, 1, {DType::F32, DType::F16, DType::BF16},
+                 "wrap, pads attribute"});
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
     v.push_back({"AveragePoolGrad", 1,

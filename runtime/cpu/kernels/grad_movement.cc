@@ -235,24 +235,6 @@ void gather_elements_grad(KernelContext& ctx) {
 
 // ---- PadGrad ----------------------------------------------------------------------------------
 
-// The inverse of an axis map as CSR: the output positions reading source j are
-// pos[first[j] .. first[j + 1]).
-struct InverseMap {
-  std::vector<int64_t> first, pos;
-};
-InverseMap invert(const std::vector<int64_t>& map, int64_t n) {
-  InverseMap inv;
-  inv.first.assign(n + 1, 0);
-  for (int64_t s : map)
-    if (s >= 0) ++inv.first[s + 1];
-  for (int64_t j = 0; j < n; ++j) inv.first[j + 1] += inv.first[j];
-  inv.pos.resize(inv.first[n]);
-  std::vector<int64_t> fill(inv.first.begin(), inv.first.end() - 1);
-  for (int64_t i = 0; i < static_cast<int64_t>(map.size()); ++i)
-    if (map[i] >= 0) inv.pos[fill[map[i]]++] = i;
-  return inv;
-}
-
 template <class T>
 class PadGradKernel : public OpKernel {
  public:
@@ -289,7 +271,7 @@ class PadGradKernel : public OpKernel {
     }
     std::vector<InverseMap> inv(r);
     for (int d = 0; d < r; ++d)
-      inv[d] = invert(pad_axis_map(mode_, out[d], xs[d], begin[d]), xs[d]);
+      inv[d] = invert_pad_map(pad_axis_map(mode_, out[d], xs[d], begin[d]), xs[d]);
     const std::vector<int64_t> yst = contiguous_strides(out);
     const int64_t len = xs[r - 1], rows = dx.numel() / len;
     const T* g = dy.data<T>();

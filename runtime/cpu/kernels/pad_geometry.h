@@ -1,4 +1,5 @@
-// Pad's index rule, shared by Pad (pad.cc) and its gradient PadGrad (grad_movement.cc).
+// Pad's index rule, shared by Pad (pad.cc) and its gradient PadGrad (grad_movement.cc), and by
+// the CUDA Pad and PadGrad (runtime/cuda/kernels/pad.cc).
 #pragma once
 
 #include <algorithm>
@@ -57,6 +58,24 @@ inline std::vector<int64_t> pad_axis_map(PadMode mode, int64_t out_n, int64_t n,
     m[i] = j;
   }
   return m;
+}
+
+// The inverse of an axis map (pad_axis_map) over a source axis of size n, as CSR: the output
+// positions reading source j are pos[first[j] .. first[j + 1]), in increasing order.
+struct InverseMap {
+  std::vector<int64_t> first, pos;
+};
+inline InverseMap invert_pad_map(const std::vector<int64_t>& map, int64_t n) {
+  InverseMap inv;
+  inv.first.assign(n + 1, 0);
+  for (int64_t s : map)
+    if (s >= 0) ++inv.first[s + 1];
+  for (int64_t j = 0; j < n; ++j) inv.first[j + 1] += inv.first[j];
+  inv.pos.resize(inv.first[n]);
+  std::vector<int64_t> fill(inv.first.begin(), inv.first.end() - 1);
+  for (int64_t i = 0; i < static_cast<int64_t>(map.size()); ++i)
+    if (map[i] >= 0) inv.pos[fill[map[i]]++] = i;
+  return inv;
 }
 
 }  // namespace oat::cpu

@@ -9,6 +9,13 @@ static_assert(static_cast<int>(ElemType::Bool) == static_cast<int>(DType::Bool) 
                   static_cast<int>(ElemType::I64) == static_cast<int>(DType::I64),
               "ElemType must follow DType's order");
 
+Shape shape_input(const KernelContext& ctx, int i) {
+  Shape s = host_input(ctx, i).to_int_vector();
+  for (int64_t d : s)
+    if (d < 0) ctx.fail(cat("input shape ", shape_str(s), " has a negative dimension"));
+  return s;
+}
+
 BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins) {
   const size_t nops = ins.size();
   if (nops > 3) throw Error("make_broadcast_index: at most 3 operands");

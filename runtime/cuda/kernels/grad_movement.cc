@@ -19,13 +19,6 @@ namespace oat::cuda {
 
 namespace {
 
-Shape shape_input(const KernelContext& ctx, int i) {
-  Shape s = host_input(ctx, i).to_int_vector();
-  for (int64_t d : s)
-    if (d < 0) ctx.fail(cat("input shape ", shape_str(s), " has a negative dimension"));
-  return s;
-}
-
 void slice_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Shape xs = shape_input(ctx, 1);

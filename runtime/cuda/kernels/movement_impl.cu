@@ -43,6 +43,37 @@ __global__ void pad_kernel(const W* x, W* y, int64_t n, const int64_t* maps, Pad
   }
 }
 
+template <class T>
+__global__ void pad_grad_kernel(const T* dy, T* dx, int64_t n, const int64_t* inv, PadGradPlan p) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    int64_t lo[kMaxRank], hi[kMaxRank], c[kMaxRank];
+    int64_t i = e;
+    bool empty = false;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = i / p.x_dims[d];
+      const int64_t j = i - q * p.x_dims[d];
+      i = q;
+      lo[d] = inv[p.first_offset[d] + j];
+      hi[d] = inv[p.first_offset[d] + j + 1];
+      c[d] = lo[d];
+      empty = empty || lo[d] == hi[d];
+    }
+    float acc = 0.f;
+    while (!empty) {
+      int64_t off = 0;
+      for (int d = 0; d < p.rank; ++d) off += inv[p.pos_offset[d] + c[d]] * p.y_strides[d];
+      acc += to_float(dy[off]);
+      int d = p.rank - 1;  // next combination, last axis fastest
+      for (; d >= 0; --d) {
+        if (++c[d] < hi[d]) break;
+        c[d] = lo[d];
+      }
+      empty = d < 0;
+    }
+    dx[e] = from_float<T>(acc);
+  }
+}
+
 template <class T, class I>
 __global__ void gather_grad_kernel(const T* dy, const I* idx, float* acc, int64_t outer,
                                    int64_t axis_dim, int64_t inner, int64_t count) {
@@ -75,6 +106,17 @@ void launch_gather_grad(ElemType t, const void* dy, const void* indices, bool in
       gather_grad_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
           static_cast<const T*>(dy), static_cast<const int32_t*>(indices), acc, outer, axis_dim,
           inner, count);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_pad_grad(ElemType t, const void* dy, void* dx, int64_t n, const int64_t* inv,
+                     const PadGradPlan& plan, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "PadGrad", [&](auto tag) {
+    using T = decltype(tag);
+    pad_grad_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(dy),
+                                                          static_cast<T*>(dx), n, inv, plan);
   });
   CUDA_CHECK_LAUNCH();
 }

@@ -32,4 +32,19 @@ struct PadPlan {
 void launch_pad(int elem_bytes, const void* x, void* y, int64_t n, const int64_t* maps,
                 const PadPlan& plan, uint64_t fill, cudaStream_t s);
 
+// PadGrad: dX element j (coordinates j_d over x_dims) sums dY over the Cartesian product of the
+// per-axis output positions pos_d[first_d[j_d] .. first_d[j_d + 1]) (inverted Pad maps), at
+// Σ pos·y_strides[d]; FP32 sum, last axis fastest (the CPU's order), one rounding. `inv` holds
+// every axis's `first` (x_dims[d] + 1 entries from first_offset[d]) and `pos` (from
+// pos_offset[d]), in device memory. t = F32/F16/BF16.
+struct PadGradPlan {
+  int rank = 0;
+  int64_t x_dims[kMaxRank] = {};
+  int64_t y_strides[kMaxRank] = {};
+  int64_t first_offset[kMaxRank] = {};
+  int64_t pos_offset[kMaxRank] = {};
+};
+void launch_pad_grad(ElemType t, const void* dy, void* dx, int64_t n, const int64_t* inv,
+                     const PadGradPlan& plan, cudaStream_t s);
+
 }  // namespace oat::cuda

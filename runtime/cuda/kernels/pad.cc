@@ -1,13 +1,20 @@
-// Pad on CUDA: the CPU kernel's per-axis source maps (runtime/cpu/kernels/pad.cc) built on the
-// host, uploaded once per call, and read by one gather kernel (movement_impl.cu):
-//   Y.shape[d] = X.shape[d] + begin[d] + end[d];  along an axis, j = i − begin and n = X.shape[d]:
-//   constant: j in [0, n) ? X[j] : value (negative pads crop);  reflect: mirrored about 0 and n−1
-//   (numpy 'reflect');  edge: clamp(j, 0, n−1);  wrap: j mod n.
-// Pads and axes come from attributes (opset < 11) or inputs 1 and 3 (read on the host); the
-// constant value from attribute 'value' or input 2. Every dtype (only bytes move).
+// Pad and PadGrad on CUDA. The per-axis source maps come from the CPU's rule
+// (runtime/cpu/kernels/pad_geometry.h: mode parsing, pad_axis_map, invert_pad_map), are built on
+// the host and uploaded once per call:
+//   Pad: Y.shape[d] = X.shape[d] + begin[d] + end[d];  along an axis, j = i − begin and
+//     n = X.shape[d]: constant: j in [0, n) ? X[j] : value (negative pads crop);  reflect:
+//     mirrored about 0 and n−1 (numpy 'reflect');  edge: clamp(j, 0, n−1);  wrap: j mod n.
+//     One gather kernel (movement_impl.cu); every dtype (only bytes move).
+//     Pads and axes come from attributes (opset < 11) or inputs 1 and 3 (read on the host); the
+//     constant value from attribute 'value' or input 2.
+//   PadGrad(dY, shape(X), [pads], [axes]) -> dX  (attrs mode, pads when the forward had them):
+//     dX[j] = Σ_{i : src(i) = j} dY[i], the sum over the Cartesian product of the inverted axis
+//     maps, in FP32, in the CPU kernel's order (runtime/cpu/kernels/grad_movement.cc); one thread
+//     per dX element, no atomics. F32, F16, BF16.
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/cpu/kernels/pad_geometry.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/movement_impl.h"
 #include "runtime/cuda/kernels/slice_view.h"
@@ -17,41 +24,50 @@ namespace oat::cuda {
 
 namespace {
 
-enum class PadMode { Constant, Reflect, Edge, Wrap };
+using cpu::PadMode;
+
+// Pad amounts per axis of an input of shape xs: `pads` holds 2 entries per padded axis (begins,
+// then ends), `axes` the padded axes (empty: all).
+struct PadAmounts {
+  std::vector<int64_t> begin, end;
+};
+PadAmounts pad_amounts(const KernelContext& ctx, const Shape& xs, const std::vector<int64_t>& pads,
+                       std::vector<int64_t> axes) {
+  const int r = static_cast<int>(xs.size());
+  if (r > kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
+  if (axes.empty())
+    for (int d = 0; d < r; ++d) axes.push_back(d);
+  const size_t k = axes.size();
+  if (pads.size() != 2 * k)
+    ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
+                 shape_str(xs)));
+  PadAmounts p{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 0)};
+  for (size_t i = 0; i < k; ++i) {
+    const int a = norm_axis(ctx, axes[i], r);
+    p.begin[a] = pads[i];
+    p.end[a] = pads[i + k];
+  }
+  return p;
+}
 
 class PadKernel : public OpKernel {
  public:
   explicit PadKernel(const Node& n)
       : from_attrs_(n.opset < 11),
         pads_attr_(n.attr_ints(n.opset < 2 ? "paddings" : "pads")),
-        value_attr_(n.attr_float("value", 0.0f)) {
-    const std::string m = n.attr_string("mode", "constant");
-    if (m == "constant") mode_ = PadMode::Constant;
-    else if (m == "reflect") mode_ = PadMode::Reflect;
-    else if (m == "edge") mode_ = PadMode::Edge;
-    else if (m == "wrap") mode_ = PadMode::Wrap;
-    else throw Error(cat(n.describe(), ": unknown pad mode '", m, "'"));
-  }
+        value_attr_(n.attr_float("value", 0.0f)),
+        mode_(cpu::parse_pad_mode(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const int r = x.rank();
-    if (r > kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
-    std::vector<int64_t> pads = from_attrs_ ? pads_attr_ : host_input(ctx, 1).to_int_vector();
+    const std::vector<int64_t> pads =
+        from_attrs_ ? pads_attr_ : host_input(ctx, 1).to_int_vector();
     std::vector<int64_t> axes;
     if (!from_attrs_ && ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
-    if (axes.empty())
-      for (int d = 0; d < r; ++d) axes.push_back(d);
-    const size_t k = axes.size();
-    if (pads.size() != 2 * k)
-      ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
-                   shape_str(x.shape())));
-    std::vector<int64_t> begin(r, 0), end(r, 0);
-    for (size_t i = 0; i < k; ++i) {
-      const int a = norm_axis(ctx, axes[i], r);
-      begin[a] = pads[i];
-      end[a] = pads[i + k];
-    }
+    const PadAmounts pa = pad_amounts(ctx, x.shape(), pads, axes);
+    const std::vector<int64_t>& begin = pa.begin;
+    const std::vector<int64_t>& end = pa.end;
     Shape out(r);
     for (int d = 0; d < r; ++d) {
       out[d] = x.shape()[d] + begin[d] + end[d];
@@ -94,7 +110,8 @@ class PadKernel : public OpKernel {
     for (int d = 0; d < r; ++d) {
       plan.out_dims[d] = out[d];
       plan.map_offset[d] = static_cast<int64_t>(maps.size());
-      for (int64_t i = 0; i < out[d]; ++i) maps.push_back(source(i - begin[d], x.shape()[d]));
+      const std::vector<int64_t> m = cpu::pad_axis_map(mode_, out[d], x.shape()[d], begin[d]);
+      maps.insert(maps.end(), m.begin(), m.end());
     }
     CudaContext& cc = cuda_context(ctx);
     const Tensor dev_maps =
@@ -109,33 +126,84 @@ class PadKernel : public OpKernel {
   }
 
  private:
-  // Source index along one axis for output offset j = i − begin, −1 for the constant.
-  int64_t source(int64_t j, int64_t n) const {
-    if (j >= 0 && j < n) return j;
-    switch (mode_) {
-      case PadMode::Constant: return -1;
-      case PadMode::Edge: return std::clamp<int64_t>(j, 0, n - 1);
-      case PadMode::Wrap: return ((j % n) + n) % n;
-      case PadMode::Reflect: {
-        if (n == 1) return 0;
-        j = j % (2 * (n - 1));  // the reflection repeats with period 2(n−1)
-        if (j < 0) j += 2 * (n - 1);
-        return j >= n ? 2 * (n - 1) - j : j;
-      }
-    }
-    return -1;
-  }
-
   bool from_attrs_;
   std::vector<int64_t> pads_attr_;
   float value_attr_;
-  PadMode mode_ = PadMode::Constant;
+  PadMode mode_;
+};
+
+// PadGrad(dY, shape(X), [pads], [axes]) -> dX; pads/axes as the CPU's PadGradKernel: from the
+// 'pads' attribute when the forward had one, else inputs 2 and 3 (read on the host).
+class PadGradKernel : public OpKernel {
+ public:
+  explicit PadGradKernel(const Node& n)
+      : pads_attr_(n.attr_ints("pads")),
+        from_attrs_(n.has_attr("pads")),
+        mode_(cpu::parse_pad_mode(n)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Shape xs = shape_input(ctx, 1);
+    const int r = static_cast<int>(xs.size());
+    const std::vector<int64_t> pads =
+        from_attrs_ ? pads_attr_ : host_input(ctx, 2).to_int_vector();
+    std::vector<int64_t> axes;
+    if (!from_attrs_ && ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
+    const PadAmounts pa = pad_amounts(ctx, xs, pads, axes);
+    Shape out = xs;
+    for (int d = 0; d < r; ++d) out[d] = xs[d] + pa.begin[d] + pa.end[d];
+    if (dy.shape() != out)
+      ctx.fail(cat("gradient shape ", shape_str(dy.shape()), " does not match the padded input ",
+                   shape_str(out)));
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+    CudaContext& cc = cuda_context(ctx);
+    if (dx.numel() == 0) return;
+    if (dy.numel() == 0) {  // every source position was cropped away
+      CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), cc.stream()));
+      return;
+    }
+    if (r == 0) {
+      CUDA_CHECK(cudaMemcpyAsync(dx.raw_data(), dy.raw_data(), dy.nbytes(),
+                                 cudaMemcpyDeviceToDevice, cc.stream()));
+      return;
+    }
+    // One int64 buffer: per axis the CSR `first` (xs[d] + 1 entries), then per axis `pos`.
+    PadGradPlan plan;
+    plan.rank = r;
+    std::vector<int64_t> buf;
+    std::vector<cpu::InverseMap> inv(r);
+    int64_t stride = 1;
+    for (int d = r - 1; d >= 0; --d) {
+      plan.y_strides[d] = stride;
+      stride *= out[d];
+    }
+    for (int d = 0; d < r; ++d) {
+      inv[d] = cpu::invert_pad_map(cpu::pad_axis_map(mode_, out[d], xs[d], pa.begin[d]), xs[d]);
+      plan.x_dims[d] = xs[d];
+      plan.first_offset[d] = static_cast<int64_t>(buf.size());
+      buf.insert(buf.end(), inv[d].first.begin(), inv[d].first.end());
+    }
+    for (int d = 0; d < r; ++d) {
+      plan.pos_offset[d] = static_cast<int64_t>(buf.size());
+      buf.insert(buf.end(), inv[d].pos.begin(), inv[d].pos.end());
+    }
+    const Tensor dev =
+        cc.upload(Tensor::from_vector<int64_t>({static_cast<int64_t>(buf.size())}, buf));
+    launch_pad_grad(elem_type(dy.dtype()), dy.raw_data(), dx.raw_data(), dx.numel(),
+                    dev.data<int64_t>(), plan, cc.stream());
+  }
+
+ private:
+  std::vector<int64_t> pads_attr_;
+  bool from_attrs_;
+  PadMode mode_;
 };
 
 }  // namespace
 
 void register_pad(KernelRegistry& r) {
   r.add(OpId::Pad, Device::CUDA, kAnyDType, kernel_factory<PadKernel>());
+  add_floats(r, OpId::PadGrad, kernel_factory<PadGradKernel>());
 }
 
 }  // namespace oat::cuda

@@ -14,11 +14,11 @@ inline ElemType elem_type(DType t) { return static_cast<ElemType>(static_cast<in
 // The executor's stream for this kernel.
 inline cudaStream_t stream_of(const KernelContext& ctx) { return cuda_context(ctx).stream(); }
 
-// Indexes `ins` (each broadcastable to `out`) over `out`, dimensions of size 1 dropped and
 // Input i as a shape (an I64 vector read on the host, as SliceGrad's shape(X)); fails on a
 // negative dimension.
 Shape shape_input(const KernelContext& ctx, int i);
 
+// Indexes `ins` (each broadcastable to `out`) over `out`, dimensions of size 1 dropped and
 // adjacent dimensions merged where every operand is contiguous across them. At most 3 operands.
 // Throws Error when more than kMaxRank dimensions remain.
 BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins);

@@ -229,7 +229,8 @@ void CudaContext::abort_capture() {
 bool reads_on_host(OpId op, int i) {
   switch (op) {
     case OpId::Reshape: case OpId::Expand: case OpId::Tile: case OpId::Squeeze:
-    case OpId::Unsqueeze: case OpId::Split: case OpId::CumSum: case OpId::SumToShape:
+    case OpId::Unsqueeze: case OpId::Split: case OpId::CumSum: case OpId::CumSumGrad:
+    case OpId::SumToShape:
     case OpId::ReduceMean: case OpId::ReduceSum: case OpId::ReduceMax: case OpId::ReduceMin:
     case OpId::ReduceProd: case OpId::ReduceSumSquare: case OpId::ReduceL2: case OpId::ReduceL1:
     case OpId::ReduceLogSum: case OpId::ReduceLogSumExp:

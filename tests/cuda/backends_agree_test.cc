@@ -25,11 +25,12 @@ namespace {
 
 // How one input is made.
 struct In {
-  enum Kind { Float, Positive, Unit, NegUnit, Huge, Ints, Bools, True };
+  enum Kind { Float, Positive, Unit, NegUnit, Huge, Ints, Bools, True, Values };
   In(Kind k, Shape s) : kind(k), shape(std::move(s)) {}
   Kind kind = Float;
   Shape shape;
   std::vector<int64_t> ints;  // Ints: the values (shape = {size} unless given)
+  std::vector<float> values;  // Values: the float values (ties, zeros, Y = reduce(X))
   bool keep_f32 = false;      // stays F32 whatever the case dtype (BN statistics, lr, masters)
   DType int_type = DType::I64;
 };
@@ -46,6 +47,12 @@ In ints(std::vector<int64_t> v, Shape s = {}) {
   return i;
 }
 In bools(Shape s) { return In{In::Bools, std::move(s)}; }
+// Given float values (exact in F16 and BF16 where a case needs exact ties or zeros).
+In vals(Shape s, std::vector<float> v) {
+  In i{In::Values, std::move(s)};
+  i.values = std::move(v);
+  return i;
+}
 In all_true(Shape s) { return In{In::True, std::move(s)}; }
 In huge(Shape s) { return In{In::Huge, std::move(s)}; }
 
@@ -93,6 +100,10 @@ Tensor make_input(const In& in, DType dt, uint64_t seed) {
       return t;
     }
     default: break;
+  }
+  if (in.kind == In::Values) {
+    const Tensor t = Tensor::from_vector<float>(in.shape, in.values);
+    return in.keep_f32 ? t : cast_tensor(t, dt);
   }
   Tensor t(DType::F32, in.shape);
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -382,7 +393,7 @@ const std::vector<Case>& cases() {
     v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
-    // PadGrad
+    // PadGrad, CumSumGrad, ReduceXYGrad
     v.push_back({"PadGrad", 1, {{"mode", attr_s("reflect")}},
                  {flt({7, 11}), ints({3, 4}), ints({2, 3, 2, 4})}});
     v.push_back({"PadGrad", 1, {}, {flt({4, 2}), ints({2, 3}), ints({1, 2, 1, -3})}, 1,
@@ -393,6 +404,33 @@ const std::vector<Case>& cases() {
     v.push_back({"PadGrad", 1, {{"mode", attr_s("wrap")}, {"pads", attr_ints({1, 5, 2, 1})}},
                  {flt({6, 10}), ints({3, 4})}, 1, {DType::F32, DType::F16, DType::BF16},
                  "wrap, pads attribute"});
+    v.push_back({"CumSumGrad", 1, {}, {flt({3, 5, 2}), ints({1}, Shape{})}});
+    v.push_back({"CumSumGrad", 1, {{"exclusive", attr_i(1)}, {"reverse", attr_i(1)}},
+                 {flt({3, 5}), ints({-1}, Shape{})}, 1, {DType::F32, DType::F16, DType::BF16},
+                 "exclusive, reverse"});
+    {
+      // X with ties (Max/Min) and rows with no, one and two zeros (Prod); Y = the reduction.
+      const In x_ties = vals({3, 4}, {1, 3, 3, 2, 0, 5, 5, 5, -1, 2, 2, 0});
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s("ReduceMax")}, {"axes", attr_ints({1})}},
+                   {flt({3, 1}), x_ties, vals({3, 1}, {3, 5, 2})}});
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s("ReduceMin")}, {"keepdims", attr_i(0)}},
+                   {flt({}), x_ties, vals({}, {-1})}, 1, {DType::F32, DType::F16, DType::BF16},
+                   "all axes"});
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s("ReduceMin")}},
+                   {flt({1, 4}), x_ties, vals({1, 4}, {-1, 2, 2, 0}), ints({0})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, "axes input"});
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s("ReduceProd")}, {"axes", attr_ints({1})}},
+                   {flt({3, 1}), vals({3, 4}, {2, 3, 0.5f, 1.5f, 2, 0, -1, 3, 0, 4, 0, 2}),
+                    vals({3, 1}, {4.5f, 0, 0})}});
+    }
+    for (const char* op : {"ReduceSumSquare", "ReduceL1", "ReduceLogSumExp"})
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s(op)}, {"axes", attr_ints({1})}},
+                   {flt({3, 1, 5}), flt({3, 4, 5}), flt({3, 1, 5})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, op});
+    for (const char* op : {"ReduceL2", "ReduceLogSum"})
+      v.push_back({"ReduceXYGrad", 1, {{"reduce", attr_s(op)}, {"axes", attr_ints({0, 2})}},
+                   {flt({1, 4, 1}), flt({3, 4, 5}), pos({1, 4, 1})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, op});
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
     v.push_back({"AveragePoolGrad", 1,

@@ -420,6 +420,7 @@ std::vector<Case> cases() {
        1,
        true},
       {"PadGrad", 1, {{"mode", attr_s("reflect")}}, {U({5, 8}), I({3, 4}), I({1, 2, 1, 2})}},
+      {"CumSumGrad", 1, {{"exclusive", attr_i(1)}}, {U({3, 200}), I({}, {1})}},
       {"ReduceGrad", 1, {{"axes", ints_attr({1})}, {"mean", attr_i(1)}}, {U({3, 1}), I({3, 7})}},
       {"DropoutGrad", 1, none, {x1k, Bo({1000}), F32({}, {0.25})}},
       {"ConcatGrad", 1, {{"axis", attr_i(1)}}, {U({2, 5}), I({2, 2}), I({2, 3})}, 2, true},

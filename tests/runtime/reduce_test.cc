@@ -135,3 +135,52 @@ TEST_CASE("CumSum: exclusive, reverse, axis as input") {
   CHECK(run_node("CumSum", 14, {{"reverse", attr_i(1)}}, {i, ax(0)})[0].to_int_vector() ==
         std::vector<int64_t>{6, 5, 3});
 }
+
+// CumSumGrad (internal domain) with the forward's attributes is CumSum's adjoint:
+// Σ CumSum(x)·g = Σ x·CumSumGrad(g) for every exclusive/reverse/axis.
+TEST_CASE("CumSumGrad: the adjoint of CumSum, i.e. CumSum with the opposite reverse") {
+  auto run = [](const std::string& op, bool exclusive, bool reverse, const Tensor& x,
+                int64_t axis) {
+    Graph g;
+    Node n;
+    n.name = "n0";
+    n.op_type = op;
+    n.op = op_from_name(op);
+    if (n.op == OpId::CumSumGrad) {
+      n.domain = kInternalDomain;
+      n.opset = 1;
+      g.opsets[kInternalDomain] = 1;
+    } else {
+      n.opset = 14;
+    }
+    g.opsets[""] = 14;
+    n.attrs = {{"exclusive", attr_i(exclusive)}, {"reverse", attr_i(reverse)}};
+    n.inputs = {"x", "axis"};
+    n.outputs = {"y"};
+    g.nodes.push_back(n);
+    g.inputs = {ValueInfo{"x", DType::F32, std::nullopt},
+                ValueInfo{"axis", DType::I64, std::nullopt}};
+    g.outputs = {ValueInfo{"y", DType::Undefined, std::nullopt}};
+    Executor ex(g);
+    return ex.run({{"x", x}, {"axis", Tensor::scalar<int64_t>(axis)}}).at(0).to_float_vector();
+  };
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, -2, 3, 0.5f, 5, -6});
+  const Tensor g = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(run("CumSumGrad", false, false, g, 1) == std::vector<float>{6, 5, 3, 15, 11, 6});
+  CHECK(run("CumSumGrad", true, true, g, 0) == std::vector<float>{0, 0, 0, 1, 2, 3});
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true})
+      for (int64_t axis : {0, 1, -1}) {
+        CAPTURE(exclusive);
+        CAPTURE(reverse);
+        CAPTURE(axis);
+        const auto y = run("CumSum", exclusive, reverse, x, axis);
+        const auto dx = run("CumSumGrad", exclusive, reverse, g, axis);
+        double lhs = 0, rhs = 0;
+        for (size_t k = 0; k < 6; ++k) {
+          lhs += y[k] * g.data<float>()[k];
+          rhs += x.data<float>()[k] * dx[k];
+        }
+        CHECK(lhs == doctest::Approx(rhs));
+      }
+}

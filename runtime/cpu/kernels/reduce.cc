@@ -1,5 +1,6 @@
 // Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceSumSquare ReduceL1
-// ReduceL2 ReduceLogSum ReduceLogSumExp, and along one axis ArgMax ArgMin CumSum.
+// ReduceL2 ReduceLogSum ReduceLogSumExp, and along one axis ArgMax ArgMin CumSum, and CumSum's
+// gradient CumSumGrad (internal domain).
 //
 // Axes come from the `axes` attribute, or from the optional input 1 (ReduceSum from opset 13, the
 // others from opset 18). Empty axes reduce everything, unless noop_with_empty_axes=1, when the
@@ -311,16 +312,19 @@ class ArgKernel : public OpKernel {
 // CumSum along the axis given by input 1 (a scalar or 1-element int tensor):
 //   y[k] = Σ_{j <= k} x[j]; exclusive: j < k; reverse: sums run from the end.
 // Floating sums accumulate in double.
+// CumSumGrad(dY, axis) with the forward's attributes exclusive and reverse: dX_j = Σ_{k ≥ j} dY_k
+// (k > j when exclusive), i.e. CumSum(dY) with the same 'exclusive' and the opposite 'reverse'
+// (kGrad flips it). The autodiff emits that CumSum itself; CumSumGrad is the same as one node.
 struct CumSumAttrs {
   bool exclusive, reverse;
 };
 
-template <class T>
+template <class T, bool kGrad = false>
 class CumSumKernel : public OpKernel {
  public:
   using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
   explicit CumSumKernel(const Node& n)
-      : attrs_{n.attr_int("exclusive", 0) != 0, n.attr_int("reverse", 0) != 0} {}
+      : attrs_{n.attr_int("exclusive", 0) != 0, (n.attr_int("reverse", 0) != 0) != kGrad} {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -401,6 +405,10 @@ void register_reduce(KernelRegistry& r) {
   r.add(OpId::CumSum, Device::CPU, DType::F64, kernel_factory<CumSumKernel<double>>());
   r.add(OpId::CumSum, Device::CPU, DType::I32, kernel_factory<CumSumKernel<int32_t>>());
   r.add(OpId::CumSum, Device::CPU, DType::I64, kernel_factory<CumSumKernel<int64_t>>());
+  using CumSumGradF32 = CumSumKernel<float, true>;
+  r.add(OpId::CumSumGrad, Device::CPU, DType::F32, kernel_factory<CumSumGradF32>());
+  r.add(OpId::CumSumGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<CumSumGradF32>()));
+  r.add(OpId::CumSumGrad, Device::CPU, DType::F64, kernel_factory<CumSumKernel<double, true>>());
 }
 
 }  // namespace oat::cpu

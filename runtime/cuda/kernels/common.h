@@ -5,6 +5,7 @@
 
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/launch.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/registry.h"
 
 namespace oat::cuda {
@@ -26,6 +27,12 @@ BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& 
 // out = g summed to out's shape (which must broadcast to g's): over g's extra leading dims and
 // wherever out has a 1; FP32 accumulation (grad_reduce.cc).
 void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out);
+
+// The plan of reducing a contiguous X of shape xs over the axes flagged in `reduced` (one output
+// per kept index, in row-major order of the kept dims; reduce.cc). Fails when more than kMaxRank
+// kept or reduced dimensions of size > 1 remain.
+ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
+                            const std::vector<bool>& reduced);
 
 // Registers a CUDA kernel for F32, F16 and BF16 (the set most CUDA kernels take).
 inline void add_floats(KernelRegistry& r, OpId op, const KernelFactory& f) {

@@ -3,6 +3,10 @@
 //     (the gradient of a broadcast operand), through the FP32-accumulating Sum reduction.
 //   ReduceGrad(dY, shape, [axes]) -> dX: dY broadcast back over the reduced axes, divided by the
 //     reduced count when attr mean = 1 (ReduceMean), one rounding.
+//   ReduceXYGrad(dY, X, Y, [axes]) -> dX (attrs reduce = the forward op, axes, keepdims,
+//     noop_with_empty_axes): the reductions whose dX needs X and Y (Max Min Prod SumSquare L1 L2
+//     LogSum LogSumExp; ties of Max/Min share g, Prod's zeros as the CPU kernel), per-output tie
+//     and zero counts in FP32 first where needed (reduce_impl.cu).
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -90,11 +94,80 @@ void reduce_grad(KernelContext& ctx) {
                  1.f / static_cast<float>(count ? count : 1), 0.f, s);
 }
 
+class ReduceXYGradKernel : public OpKernel {
+ public:
+  explicit ReduceXYGradKernel(const Node& n)
+      : axes_(n.attr_ints("axes")), noop_(n.attr_int("noop_with_empty_axes", 0) != 0) {
+    const std::string op = n.attr_string("reduce", "");
+    const std::pair<const char*, XYGrad> kinds[] = {
+        {"ReduceMax", XYGrad::Max},       {"ReduceMin", XYGrad::Min},
+        {"ReduceProd", XYGrad::Prod},     {"ReduceSumSquare", XYGrad::SumSquare},
+        {"ReduceL1", XYGrad::L1},         {"ReduceL2", XYGrad::L2},
+        {"ReduceLogSum", XYGrad::LogSum}, {"ReduceLogSumExp", XYGrad::LogSumExp}};
+    bool found = false;
+    for (const auto& [name, k] : kinds)
+      if (op == name) kind_ = k, found = true;
+    if (!found) throw Error(cat(n.describe(), ": unknown reduction '", op, "'"));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& y = ctx.input(2);
+    const Shape& xs = x.shape();
+    const int rank = x.rank();
+    std::vector<int64_t> axes = axes_;
+    if (ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
+    if (axes.empty() && noop_) {  // the forward op was the identity
+      ctx.set_output(0, dy);
+      return;
+    }
+    if (x.dtype() != dy.dtype() || y.dtype() != dy.dtype())
+      ctx.fail(cat("dY, X and Y must have one dtype, got ", dtype_name(dy.dtype()), ", ",
+                   dtype_name(x.dtype()), ", ", dtype_name(y.dtype())));
+    std::vector<bool> reduced(rank, axes.empty());
+    for (int64_t a : axes) {
+      if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
+      reduced[a < 0 ? a + rank : a] = true;
+    }
+    Shape kept(xs);  // Y's shape with keepdims
+    for (int d = 0; d < rank; ++d)
+      if (reduced[d]) kept[d] = 1;
+    if (numel(kept) != dy.numel() || numel(kept) != y.numel())
+      ctx.fail(cat("gradient ", shape_str(dy.shape()), " and output ", shape_str(y.shape()),
+                   " do not match the reduction of ", shape_str(xs)));
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+    if (dx.numel() == 0) return;
+    const cudaStream_t s = stream_of(ctx);
+    Tensor stats;  // count, then nonzero_prod, one float each per output
+    const float* count = nullptr;
+    const float* nonzero_prod = nullptr;
+    if (kind_ == XYGrad::Max || kind_ == XYGrad::Min || kind_ == XYGrad::Prod) {
+      const ReducePlan plan = make_reduce_plan(ctx, xs, reduced);
+      stats = Tensor(DType::F32, {2 * plan.outputs}, Device::CUDA);
+      float* st = stats.data<float>();
+      launch_reduce_xy_stats(kind_, elem_type(x.dtype()), x.raw_data(), y.raw_data(), st,
+                             st + plan.outputs, plan, s);
+      count = st;
+      nonzero_prod = st + plan.outputs;
+    }
+    launch_reduce_xy_grad(kind_, elem_type(dy.dtype()), dy.raw_data(), x.raw_data(), y.raw_data(),
+                          count, nonzero_prod, dx.raw_data(), dx.numel(),
+                          make_broadcast_index(xs, {kept}), s);
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+  bool noop_;
+  XYGrad kind_ = XYGrad::Max;
+};
+
 }  // namespace
 
 void register_grad_reduce(KernelRegistry& r) {
   add_floats(r, OpId::SumToShape, function_kernel(sum_to_shape));
   add_floats(r, OpId::ReduceGrad, function_kernel(reduce_grad));
+  add_floats(r, OpId::ReduceXYGrad, kernel_factory<ReduceXYGradKernel>());
 }
 
 }  // namespace oat::cuda

@@ -12,6 +12,30 @@
 
 namespace oat::cuda {
 
+ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
+                            const std::vector<bool>& reduced) {
+  const auto strides = cpu::contiguous_strides(xs);
+  ReducePlan p;
+  p.outputs = 1;
+  p.count = 1;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const int64_t dim = xs[d];
+    if (dim == 1) continue;
+    if (reduced[d]) {
+      if (p.red_rank == kMaxRank) ctx.fail("too many reduced dimensions for the CUDA kernel");
+      p.red_dims[p.red_rank] = dim;
+      p.red_strides[p.red_rank++] = strides[d];
+      p.count *= dim;
+    } else {
+      if (p.kept_rank == kMaxRank) ctx.fail("too many kept dimensions for the CUDA kernel");
+      p.kept_dims[p.kept_rank] = dim;
+      p.kept_strides[p.kept_rank++] = strides[d];
+      p.outputs *= dim;
+    }
+  }
+  return p;
+}
+
 namespace {
 
 template <ReduceOp Op>
@@ -33,29 +57,12 @@ void reduce(KernelContext& ctx) {
     if (a < -r || a >= r) ctx.fail(cat("axis ", a, " is out of range for ", shape_str(x.shape())));
     red[a < 0 ? a + r : a] = true;
   }
-  const auto strides = cpu::contiguous_strides(x.shape());
-  ReducePlan p;
   Shape out;
-  p.outputs = 1;
-  p.count = 1;
   for (int d = 0; d < r; ++d) {
-    const int64_t dim = x.shape()[d];
-    if (red[d]) {
-      if (keep) out.push_back(1);
-      if (dim == 1) continue;
-      if (p.red_rank == kMaxRank) ctx.fail("too many reduced dimensions for the CUDA kernel");
-      p.red_dims[p.red_rank] = dim;
-      p.red_strides[p.red_rank++] = strides[d];
-      p.count *= dim;
-    } else {
-      out.push_back(dim);
-      if (dim == 1) continue;
-      if (p.kept_rank == kMaxRank) ctx.fail("too many kept dimensions for the CUDA kernel");
-      p.kept_dims[p.kept_rank] = dim;
-      p.kept_strides[p.kept_rank++] = strides[d];
-      p.outputs *= dim;
-    }
+    if (!red[d]) out.push_back(x.shape()[d]);
+    else if (keep) out.push_back(1);
   }
+  const ReducePlan p = make_reduce_plan(ctx, x.shape(), red);
   if (p.outputs > 0 && x.numel() == 0 && p.count == 0 &&
       (Op == ReduceOp::Max || Op == ReduceOp::Min))
     ctx.fail(cat("cannot take the ", Op == ReduceOp::Max ? "max" : "min", " of an empty axis of ",
@@ -87,6 +94,8 @@ void arg_reduce(KernelContext& ctx) {
 }
 
 // CumSum(X, axis) attrs exclusive, reverse: running sums along the axis, FP32 accumulator.
+// CumSumGrad(dY, axis), the forward's attributes: CumSum(dY) with the opposite 'reverse'
+// (dX_j = Σ_{k ≥ j} dY_k, as runtime/cpu/kernels/reduce.cc).
 void cumsum(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int r = x.rank();
@@ -101,7 +110,8 @@ void cumsum(KernelContext& ctx) {
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   const Node& n = ctx.node();
   launch_cumsum(elem_type(x.dtype()), x.raw_data(), y.raw_data(), outer, x.shape()[axis], inner,
-                n.attr_int("exclusive", 0) != 0, n.attr_int("reverse", 0) != 0, stream_of(ctx));
+                n.attr_int("exclusive", 0) != 0,
+                (n.attr_int("reverse", 0) != 0) != (n.op == OpId::CumSumGrad), stream_of(ctx));
 }
 
 }  // namespace
@@ -119,6 +129,7 @@ void register_reduce(KernelRegistry& r) {
   add_floats(r, OpId::ReduceLogSumExp, function_kernel(reduce<ReduceOp::LogSumExp>));
   add_floats(r, OpId::ArgMax, function_kernel(arg_reduce<true>));
   add_floats(r, OpId::CumSum, function_kernel(cumsum));
+  add_floats(r, OpId::CumSumGrad, function_kernel(cumsum));
   add_floats(r, OpId::ArgMin, function_kernel(arg_reduce<false>));
 }
 

@@ -77,6 +77,63 @@ void launch_op(ElemType t, const void* x, void* y, const ReducePlan& p, cudaStre
   });
 }
 
+// One block per output, as reduce_kernel: ties with Y (Max/Min) or zeros and the product of the
+// nonzero elements (Prod).
+template <class T>
+__global__ void reduce_xy_stats_kernel(XYGrad kind, const T* x, const T* y, float* count,
+                                       float* nonzero_prod, ReducePlan p) {
+  const bool prod = kind == XYGrad::Prod;
+  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+    const T* xb = x + decompose(o, p.kept_rank, p.kept_dims, p.kept_strides);
+    const float m = to_float(y[o]);
+    float c = 0.f, nz = 1.f;
+    for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) {
+      const float v = to_float(xb[decompose(r, p.red_rank, p.red_dims, p.red_strides)]);
+      if (!prod) c += v == m ? 1.f : 0.f;
+      else if (v == 0.f) c += 1.f;
+      else nz *= v;
+    }
+    c = block_sum(c);
+    nz = block_reduce(nz, ProdOp{}, 1.f);
+    if (threadIdx.x == 0) {
+      count[o] = c;
+      nonzero_prod[o] = nz;
+    }
+  }
+}
+
+// g = dY[k], m = Y[k], v = X[i] (runtime/cpu/kernels/grad_reduce.cc):
+//   Max, Min   v = m ? g / #ties : 0           Prod       no zero: g·(m / v); one zero: g·Π(nonzero)
+//   SumSquare  2·g·v                           at the zero, 0 elsewhere; two or more zeros: 0
+//   L1         g·sign(v)                       L2         m = 0 ? 0 : g·(v / m)
+//   LogSum     g·exp(−m)                       LogSumExp  g·exp(v − m)
+template <class T>
+__global__ void reduce_xy_grad_kernel(XYGrad kind, const T* dy, const T* x, const T* y,
+                                      const float* count, const float* nonzero_prod, T* dx,
+                                      int64_t n, BroadcastIndex ix) {
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[1];
+    broadcast_offsets<1>(ix, i, off);
+    const int64_t k = off[0];
+    const float v = to_float(x[i]), m = to_float(y[k]), g = to_float(dy[k]);
+    float d = 0.f;
+    switch (kind) {
+      case XYGrad::Max:
+      case XYGrad::Min: d = v == m ? g / count[k] : 0.f; break;
+      case XYGrad::Prod:
+        if (count[k] == 0.f) d = g * (m / v);
+        else if (count[k] == 1.f && v == 0.f) d = g * nonzero_prod[k];
+        break;
+      case XYGrad::SumSquare: d = 2.f * g * v; break;
+      case XYGrad::L1: d = v > 0.f ? g : (v < 0.f ? -g : 0.f); break;
+      case XYGrad::L2: d = m == 0.f ? 0.f : g * (v / m); break;
+      case XYGrad::LogSum: d = g * expf(-m); break;
+      case XYGrad::LogSumExp: d = g * expf(v - m); break;
+    }
+    dx[i] = from_float<T>(d);
+  }
+}
+
 template <class T>
 __global__ void arg_reduce_kernel(const T* x, int64_t* y, bool max, bool last, int64_t outer,
                                   int64_t len, int64_t inner) {
@@ -165,6 +222,32 @@ void launch_arg_reduce(ElemType t, bool max, bool select_last, const void* x, in
     using T = decltype(tag);
     arg_reduce_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(
         static_cast<const T*>(x), y, max, select_last, outer, len, inner);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_reduce_xy_stats(XYGrad kind, ElemType t, const void* x, const void* y, float* count,
+                            float* nonzero_prod, const ReducePlan& p, cudaStream_t s) {
+  if (p.outputs == 0) return;
+  const int threads = p.count >= 2048 ? 256 : (p.count >= 256 ? 128 : 32);
+  const unsigned blocks = static_cast<unsigned>(p.outputs < 65535 * 4 ? p.outputs : 65535 * 4);
+  dispatch_float(t, "ReduceXYGrad", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_xy_stats_kernel<T><<<blocks, threads, 0, s>>>(
+        kind, static_cast<const T*>(x), static_cast<const T*>(y), count, nonzero_prod, p);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_reduce_xy_grad(XYGrad kind, ElemType t, const void* dy, const void* x, const void* y,
+                           const float* count, const float* nonzero_prod, void* dx, int64_t n,
+                           const BroadcastIndex& ix, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "ReduceXYGrad", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_xy_grad_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+        kind, static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(y), count,
+        nonzero_prod, static_cast<T*>(dx), n, ix);
   });
   CUDA_CHECK_LAUNCH();
 }

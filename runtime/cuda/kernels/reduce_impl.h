@@ -31,6 +31,20 @@ struct ReducePlan {
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
                    cudaStream_t s);
 
+// ReduceXYGrad, the gradient of the reductions whose dX needs X and Y (formulas and tie rules in
+// runtime/cpu/kernels/grad_reduce.cc), in two launches:
+//  1. Max, Min, Prod only: per output k (the plan of reducing X, as launch_reduce), count[k] =
+//     #{i : X[i] = Y[k]} (Max/Min ties) or #{i : X[i] = 0} (Prod), and nonzero_prod[k] = Π of
+//     the nonzero X[i] (Prod), in FP32 (counts exact below 2^24 per output).
+//  2. dX[i] = f(X[i], Y[k], dY[k], count[k], nonzero_prod[k]) with k the offset of i under `ix`
+//     (X's shape indexing Y's keepdims shape, one operand), in float, one rounding.
+enum class XYGrad : int { Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
+void launch_reduce_xy_stats(XYGrad kind, ElemType t, const void* x, const void* y, float* count,
+                            float* nonzero_prod, const ReducePlan& plan, cudaStream_t s);
+void launch_reduce_xy_grad(XYGrad kind, ElemType t, const void* dy, const void* x, const void* y,
+                           const float* count, const float* nonzero_prod, void* dx, int64_t n,
+                           const BroadcastIndex& ix, cudaStream_t s);
+
 // Hardmax along the middle axis: 1 at the first maximum, 0 elsewhere.
 void launch_hardmax(ElemType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
                     cudaStream_t s);

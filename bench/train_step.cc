@@ -2,15 +2,29 @@
 //
 //   oat_train_step [--models mlp,lenet5] [--precision fp32[,fp16,bf16]] [--batch 64]
 //                  [--optimizer adam] [--lr 0.001] [--threads 2] [--warmup 20] [--steps 200]
-//                  [--data DIR|fashion-mnist] [--profile K]
+//                  [--data DIR|fashion-mnist|synthetic] [--device cpu|cuda] [--profile K]
+//
+// Models: any zoo name (models/zoo.h): mlp, lenet5 and transformer take 28x28 samples,
+// resnet18-cifar 3x32x32, resnet18 3x224x224 (1000 classes).
+//
+// --device cuda: the Trainer runs the training graph on the GPU (TrainerConfig::device: its
+// state stays there, the step is replayed as a CUDA graph unless --cuda-graph 0) and the memory
+// run uses a CUDA executor; fails at once, naming the reason, when no device answers. On a device
+// the trainer queues steps and reads their losses only at reports (every log_every steps), where
+// the host waits for the device: on_step callbacks come in bursts there. So the bench reports
+// every `warmup` steps (log_every = warmup), times from the report after the warm-up to the last
+// one (the mean over `steps` is exact: both ends are device syncs) and takes the median over the
+// report intervals' per-step means. bench/train_vs_torch_amp.py reads PyTorch's losses at the
+// same cadence.
 //
 // Time: for each model and precision, Trainer::fit for warmup + steps steps (shuffled, seed 0;
 // fp16 with dynamic loss scaling, bf16 without, the trainer's defaults). A step is the time
 // between two consecutive `on_step` callbacks, so it is everything a user's step costs: feeds,
 // forward, loss, backward, optimizer, reading back the new state (batches are cut on the prefetch
 // thread, as in a real run). The first `warmup` steps (kernel creation, first-touch allocation)
-// are not counted. Data: the IDX folder for 1x28x28 models (Fashion-MNIST); models with another
-// input shape (resnet18-cifar) get 16 batches of seeded uniform [0, 1) images and labels.
+// are not counted. Data: the IDX folder for models with 28x28 samples (Fashion-MNIST); models
+// with another input shape (resnet18-cifar), and every model with --data synthetic, get 16
+// batches (at most ~256 MB, at least 2 batches) of seeded uniform [0, 1) samples and labels.
 //
 // Memory: the same training graph run by an Executor directly on the first batch, whose
 // peak_bytes() gives
@@ -26,10 +40,12 @@
 // this run is the one the timed run ended with, so an fp16 step is not an overflow-skipped one.
 //
 // Prints one JSON object per (model, precision) on stdout:
-//   {"model":"lenet5","precision":"fp32","batch":64,"optimizer":"adam","threads":2,"steps":200,
-//    "ms_per_step":1.23,"ms_median":1.20,"cpu_ms_per_step":1.1,"first_loss":2.3,"last_loss":0.6,
+//   {"model":"lenet5","precision":"fp32","device":"cpu","input":[1,28,28],"batch":64,
+//    "optimizer":"adam","threads":2,"steps":200,"ms_per_step":1.23,"ms_median":1.20,
+//    "samples_per_s":52032,"cpu_ms_per_step":1.1,"first_loss":2.3,"last_loss":0.6,
 //    "peak_activation_bytes":123,"peak_computed_bytes":456}
-// and, when several precisions ran, a table of each against the first on stderr.
+// (samples_per_s = batch / mean step time); on stderr, a table of samples/s per model x
+// precision and, when several precisions ran, a table of each against the first.
 // bench/train_vs_torch.py runs this and the same loop in PyTorch.
 //
 // --profile K: after timing, runs the training graph directly with the executor's per-node
@@ -53,6 +69,7 @@
 #include <vector>
 
 #include "models/zoo.h"
+#include "runtime/cuda/device.h"
 #include "runtime/executor.h"
 #include "runtime/threads.h"
 #include "train/data/idx.h"
@@ -72,14 +89,17 @@ struct Options {
   int threads = 2;
   int64_t warmup = 20;
   int64_t steps = 200;
-  std::string data = "fashion-mnist";
+  std::string data = "fashion-mnist";  // an IDX folder, a named data set, or "synthetic"
+  oat::Device device = oat::Device::CPU;
   int profile = 0;  // > 0: print a per-op profile with this many slowest nodes
+  int cuda_graph = -1;  // --cuda-graph 0|1 (-1: the trainer's default)
 };
 
 int usage() {
   std::cerr << "usage: oat_train_step [--models mlp,lenet5] [--precision fp32,fp16,bf16] "
                "[--batch N] [--optimizer sgd|adam|adamw] [--lr LR] [--threads N] [--warmup N] "
-               "[--steps N] [--data DIR|fashion-mnist] [--profile K]\n";
+               "[--steps N] [--data DIR|fashion-mnist|synthetic] [--device cpu|cuda] "
+               "[--cuda-graph 0|1] [--profile K]\n";
   return 2;
 }
 
@@ -106,14 +126,17 @@ double cpu_seconds(clockid_t clock) {
 }
 
 // The data set for `model`: the IDX training set when its samples fit the model's input, else
-// 16 batches of seeded uniform images with labels below the model's class count.
+// 16 batches (fewer when that exceeds ~256 MB, never fewer than 2) of seeded uniform [0, 1)
+// samples with labels below the model's class count.
 train::Dataset data_for(const oat::Graph& model, const train::Dataset& idx, int64_t batch) {
   const train::BatchLayout L = train::layout_for(model, train::LossKind::CrossEntropy);
   int64_t per_sample = 1;
   for (int64_t d : L.sample_shape) per_sample *= d;
   if (idx.inputs.defined() && idx.inputs.numel() / std::max<int64_t>(1, idx.size()) == per_sample)
     return idx;
-  const int64_t n = 16 * batch;
+  const int64_t batch_bytes = batch * per_sample * static_cast<int64_t>(sizeof(float));
+  const int64_t batches = std::clamp<int64_t>((int64_t{256} << 20) / std::max<int64_t>(1, batch_bytes), 2, 16);
+  const int64_t n = batches * batch;
   oat::Shape shape = {n};
   for (int64_t d : L.sample_shape) shape.push_back(d);
   train::Dataset d{oat::Tensor(oat::DType::F32, shape), oat::Tensor(oat::DType::I64, {n})};
@@ -138,10 +161,11 @@ train::TrainingGraphOptions graph_options(const Options& o, const std::string& p
 class DirectStep {
  public:
   DirectStep(const oat::Graph& model, const train::TrainingGraphOptions& go,
-             const train::Dataset& data, int64_t batch, double lr, double loss_scale)
+             const train::Dataset& data, int64_t batch, double lr, double loss_scale,
+             oat::Device device = oat::Device::CPU)
       : tg_(train::build_training_graph(model, go)),
         layout_(train::layout_for(model, go.loss, tg_.output)),
-        exec_(tg_.graph),
+        exec_(tg_.graph, oat::ExecutorOptions{device}),
         data_(data),
         order_(train::epoch_order(data.size(), 0, 0, true)),
         batch_(batch),
@@ -210,9 +234,13 @@ nlohmann::json bench_model(const std::string& name, const std::string& precision
   cfg.batch = o.batch;
   cfg.lr = o.lr;
   cfg.progress = false;
-  cfg.log_every = cfg.max_steps + 1;
+  // On a device, reports (where the host waits for the device) every `warmup` steps: see the top.
+  const bool deferred = o.device != oat::Device::CPU;
+  cfg.log_every = deferred ? o.warmup : cfg.max_steps + 1;
   cfg.graph = graph_options(o, precision);
   if (cfg.graph.loss_scaling) cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
+  cfg.device = o.device;
+  if (o.cuda_graph >= 0) cfg.cuda_graph = o.cuda_graph != 0;
   train::Trainer trainer(model, cfg);
 
   std::vector<Clock::time_point> at;  // at[k]: when step k+1 ended
@@ -229,10 +257,16 @@ nlohmann::json bench_model(const std::string& name, const std::string& precision
   if (static_cast<int64_t>(at.size()) != cfg.max_steps)
     throw oat::Error(oat::cat(name, ": ran ", at.size(), " steps, expected ", cfg.max_steps));
 
-  // Steps warmup+1 .. warmup+steps: from the end of step `warmup` to the end of the last.
+  // Steps warmup+1 .. warmup+steps: from the end of step `warmup` to the end of the last. On a
+  // device only the report steps' times are sync points: per-step means between them.
   std::vector<double> ms;
-  for (int64_t k = o.warmup; k < cfg.max_steps; ++k)
-    ms.push_back(std::chrono::duration<double, std::milli>(at[k] - at[k - 1]).count());
+  int64_t prev = o.warmup;
+  for (int64_t k = o.warmup + 1; k <= cfg.max_steps; ++k) {
+    if (deferred && k % cfg.log_every != 0 && k != cfg.max_steps) continue;
+    const double span = std::chrono::duration<double, std::milli>(at[k - 1] - at[prev - 1]).count();
+    ms.insert(ms.end(), k - prev, span / static_cast<double>(k - prev));
+    prev = k;
+  }
   double total = 0;
   for (double t : ms) total += t;
   std::vector<double> sorted = ms;
@@ -240,19 +274,24 @@ nlohmann::json bench_model(const std::string& name, const std::string& precision
   nlohmann::json j;
   j["model"] = name;
   j["precision"] = precision;
+  j["device"] = o.device == oat::Device::CUDA ? "cuda" : "cpu";
+  j["input"] = train::layout_for(model, train::LossKind::CrossEntropy).sample_shape;
   j["batch"] = o.batch;
   j["optimizer"] = o.optimizer;
   j["threads"] = oat::num_threads();
   j["steps"] = o.steps;
   j["ms_per_step"] = total / static_cast<double>(ms.size());
   j["ms_median"] = sorted[sorted.size() / 2];
+  j["samples_per_s"] = 1e3 * static_cast<double>(o.batch) * static_cast<double>(ms.size()) / total;
   // CPU time of the whole process per step (every thread, the prefetch thread included): on a
   // loaded machine wall time includes waiting for a core; this does not.
   j["cpu_ms_per_step"] = 1e3 * (cpu_at.back() - cpu_at[o.warmup - 1]) / static_cast<double>(o.steps);
   j["first_loss"] = losses.front();
   j["last_loss"] = losses.back();
+  j["skipped_steps"] = trainer.step() - trainer.optimizer_step();
+  if (deferred) j["cuda_graph"] = trainer.cuda_graph_status();
 
-  DirectStep direct(model, cfg.graph, data, o.batch, o.lr, trainer.loss_scaler().scale());
+  DirectStep direct(model, cfg.graph, data, o.batch, o.lr, trainer.loss_scaler().scale(), o.device);
   const std::set<std::string> weights = direct.weight_side();
   direct.executor().set_bytes_filter([&](const std::string& v) { return !weights.count(v); });
   direct.run(0);
@@ -351,7 +390,15 @@ int main(int argc, char** argv) {
     else if (a == "--steps") o.steps = std::atoll(v.c_str());
     else if (a == "--data") o.data = v;
     else if (a == "--profile") o.profile = std::atoi(v.c_str());
+    else if (a == "--cuda-graph" && (v == "0" || v == "1")) o.cuda_graph = v == "1";
+    else if (a == "--device" && (v == "cpu" || v == "cuda"))
+      o.device = v == "cuda" ? oat::Device::CUDA : oat::Device::CPU;
     else return usage();
+  }
+  if (o.profile > 0 && o.device != oat::Device::CPU) {
+    std::cerr << "error: --profile times CPU nodes only (the observer copies a device node's "
+                 "outputs to the host)\n";
+    return 2;
   }
   if (o.batch < 1 || o.warmup < 1 || o.steps < 1) {
     std::cerr << "error: --batch, --warmup and --steps must be at least 1\n";
@@ -360,10 +407,17 @@ int main(int argc, char** argv) {
   try {
     for (const auto& p : o.precisions) parse_precision(p);
     oat::set_num_threads(o.threads);
-    std::string dir = train::named_dataset_dir(o.data);
-    if (dir.empty()) dir = o.data;
-    train::IdxFolder f = train::load_idx_folder(dir);
-    const train::Dataset idx{f.train.images, f.train.labels};
+    if (o.device == oat::Device::CUDA) {
+      oat::cuda::require_device();
+      std::cerr << "device: " << oat::cuda::describe_device(0) << "\n";
+    }
+    train::Dataset idx;  // stays empty with --data synthetic
+    if (o.data != "synthetic") {
+      std::string dir = train::named_dataset_dir(o.data);
+      if (dir.empty()) dir = o.data;
+      train::IdxFolder f = train::load_idx_folder(dir);
+      idx = train::Dataset{f.train.images, f.train.labels};
+    }
     std::vector<nlohmann::json> results;
     for (const std::string& name : o.models) {
       const train::Dataset data = data_for(oat::models::zoo_model(name, 0), idx, o.batch);
@@ -372,6 +426,17 @@ int main(int argc, char** argv) {
         std::cout << results.back().dump() << "\n" << std::flush;
         if (o.profile > 0) profile_model(name, p, o, data);
       }
+    }
+    std::fprintf(stderr, "| model | input | batch | device | precision | samples/s | ms/step |\n"
+                 "| --- | --- | ---: | --- | --- | ---: | ---: |\n");
+    for (const auto& r : results) {
+      std::string input;
+      for (const auto& d : r["input"]) input += (input.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+      std::fprintf(stderr, "| %s | %s | %lld | %s | %s | %.1f | %.3f |\n",
+                   r["model"].get<std::string>().c_str(), input.c_str(),
+                   static_cast<long long>(o.batch), r["device"].get<std::string>().c_str(),
+                   r["precision"].get<std::string>().c_str(), r["samples_per_s"].get<double>(),
+                   r["ms_per_step"].get<double>());
     }
     if (o.precisions.size() > 1) {
       std::fprintf(stderr, "| model | batch | precision | ms/step | activation MB | vs %s: time | "

@@ -48,23 +48,11 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def zoo_model(name):
-    """The PyTorch twins of models/zoo.cc."""
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
-                             nn.ReLU(), nn.Linear(128, 10))
-    if name == "lenet5":
-        return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                             nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
-                             nn.Linear(84, 10))
-    raise SystemExit(f"no PyTorch twin for zoo model '{name}'")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from zoo_torch import zoo_input_shape, zoo_model  # noqa: E402  (twins of models/zoo.cc)
 
 
 def read_idx(path):
@@ -108,7 +96,7 @@ def torch_steps(name, X, Y, a):
             pos = 0
         idx = order[pos:pos + a.batch]
         pos += a.batch
-        x, y = X[idx], Y[idx]
+        x, y = X[idx].reshape((-1,) + zoo_input_shape(name)), Y[idx]  # transformer: [N, 28, 28]
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()

@@ -7,6 +7,8 @@
 //   DropoutGrad(dY, mask, [ratio], [training_mode]) -> dX: dY ⊙ mask / (1 − ratio) in training
 //     with ratio > 0, dY otherwise
 //   GatherGrad(dY, shape(X), indices) -> dX: scatter-add into FP32 (embedding gradients)
+//   GatherElementsGrad(dY, shape(X), indices) -> dX: dX = 0; dX[.., idx[p], ..] += dY[p],
+//     scatter-add into FP32 (atomics)
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -173,6 +175,34 @@ void gather_grad(KernelContext& ctx) {
                 cc.stream());
 }
 
+// GatherElementsGrad(dY, shape(X), indices) attr axis: dX = 0; dX[c with c_axis = idx[c]] +=
+// dY[c], summed in FP32 with atomics (order-dependent in the last bits, unlike the CPU's
+// sequential sum). Indices are read on the host and checked there when they come from the host.
+void gather_elements_grad(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Shape xs = shape_input(ctx, 1);
+  const Tensor& idx = ctx.input(2);
+  const GatherElementsPlan plan =
+      gather_elements_plan(ctx, xs, idx, ctx.node().attr_int("axis", 0));
+  if (dy.shape() != idx.shape())
+    ctx.fail(cat("gradient shape ", shape_str(dy.shape()), " does not match the indices ",
+                 shape_str(idx.shape())));
+  CudaContext& cc = cuda_context(ctx);
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+  if (dx.numel() == 0) return;
+  Tensor acc = dy.dtype() == DType::F32 ? dx : Tensor(DType::F32, xs, Device::CUDA);
+  CUDA_CHECK(cudaMemsetAsync(acc.raw_data(), 0, acc.nbytes(), cc.stream()));
+  if (dy.numel() > 0) {
+    const Tensor dev_idx = idx.device() == Device::CPU ? cc.upload(idx) : idx;
+    launch_gather_elements_grad(elem_type(dy.dtype()), dy.raw_data(), dev_idx.raw_data(),
+                                idx.dtype() == DType::I64, acc.data<float>(), dy.numel(), plan,
+                                cc.stream());
+  }
+  if (dy.dtype() != DType::F32)
+    launch_cast(ElemType::F32, elem_type(dy.dtype()), acc.raw_data(), dx.raw_data(), dx.numel(),
+                cc.stream());
+}
+
 }  // namespace
 
 void register_grad_movement(KernelRegistry& r) {
@@ -181,6 +211,7 @@ void register_grad_movement(KernelRegistry& r) {
   add_floats(r, OpId::TileGrad, function_kernel(tile_grad));
   add_floats(r, OpId::DropoutGrad, function_kernel(dropout_grad));
   add_floats(r, OpId::GatherGrad, function_kernel(gather_grad));
+  add_floats(r, OpId::GatherElementsGrad, function_kernel(gather_elements_grad));
 }
 
 }  // namespace oat::cuda

@@ -1,8 +1,8 @@
 // Data movement on CUDA: Transpose, Expand, Slice (strided reads through the broadcast-copy
 // kernel: out[i] = x[base + Σ idx_d·stride_d]), Concat and Split (row copies with
 // cudaMemcpy2DAsync: each input is a [outer, len·inner] block of the [outer, total·inner] output),
-// Gather (movement_impl.cu), Tile, DepthToSpace and SpaceToDepth (strided reads). Every dtype:
-// only bytes move.
+// Gather and GatherElements (movement_impl.cu), Tile, DepthToSpace and SpaceToDepth (strided
+// reads). Every dtype: only bytes move.
 #include <algorithm>
 
 #include "runtime/cpu/broadcast.h"
@@ -17,6 +17,40 @@ namespace oat::cuda {
 int norm_axis(const KernelContext& ctx, int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) ctx.fail(cat("axis ", axis, " is out of range for rank ", rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+GatherElementsPlan gather_elements_plan(const KernelContext& ctx, const Shape& xs,
+                                        const Tensor& idx, int64_t axis_attr) {
+  if (idx.dtype() != DType::I64 && idx.dtype() != DType::I32)
+    ctx.fail(cat("indices must be int64 or int32, got ", dtype_name(idx.dtype())));
+  const int r = static_cast<int>(xs.size());
+  if (r == 0 || idx.rank() != r)
+    ctx.fail(cat("indices ", shape_str(idx.shape()), " must have the rank of data ", shape_str(xs),
+                 " (at least 1)"));
+  if (r > kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
+  const int axis = norm_axis(ctx, axis_attr, r);
+  for (int d = 0; d < r; ++d)
+    if (d != axis && idx.shape()[d] > xs[d])
+      ctx.fail(
+          cat("indices ", shape_str(idx.shape()), " exceed data ", shape_str(xs), " on axis ", d));
+  const int64_t n = xs[axis];
+  if (idx.device() == Device::CPU)
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const int64_t k = idx.item_as_int(i);
+      if (k < -n || k >= n)
+        ctx.fail(cat("index ", k, " is out of range for axis ", axis, " of data ", shape_str(xs),
+                     " (size ", n, ")"));
+    }
+  GatherElementsPlan p;
+  p.rank = r;
+  p.axis = axis;
+  p.axis_dim = n;
+  const auto st = cpu::contiguous_strides(xs);
+  for (int d = 0; d < r; ++d) {
+    p.idx_dims[d] = idx.shape()[d];
+    p.x_strides[d] = st[d];
+  }
+  return p;
 }
 
 namespace {
@@ -249,6 +283,32 @@ void gather(KernelContext& ctx) {
     ctx.fail(cat("an index is out of range for axis ", axis, " of ", shape_str(x.shape())));
 }
 
+// GatherElements(X, indices, axis): Y[c] = X[c with c_axis = idx[c]], Y has the indices' shape;
+// indices checked on the host when they are there, by a device flag (one synchronisation)
+// otherwise (as Gather).
+void gather_elements(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& idx = ctx.input(1);
+  const GatherElementsPlan plan =
+      gather_elements_plan(ctx, x.shape(), idx, ctx.node().attr_int("axis", 0));
+  CudaContext& cc = cuda_context(ctx);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), idx.shape());
+  if (y.numel() == 0) return;
+  Tensor dev_idx = idx, flag;
+  if (idx.device() == Device::CPU) {
+    dev_idx = cc.upload(idx);
+  } else {
+    flag = Tensor(DType::I32, {}, Device::CUDA);
+    CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int32_t), cc.stream()));
+  }
+  launch_gather_elements(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), dev_idx.raw_data(),
+                         idx.dtype() == DType::I64, y.raw_data(), y.numel(), plan,
+                         flag.defined() ? flag.data<int32_t>() : nullptr, cc.stream());
+  if (flag.defined() && cc.download(flag).item_as_int() != 0)
+    ctx.fail(cat("an index is out of range for axis ", plan.axis, " of data ",
+                 shape_str(x.shape()), " (size ", plan.axis_dim, ")"));
+}
+
 // Tile(X, repeats): Y viewed as [r0, d0, r1, d1, ...] reads X with stride 0 along each r_k
 // (dimensions repeated once are not split).
 void tile(KernelContext& ctx) {
@@ -311,6 +371,7 @@ void register_movement(KernelRegistry& r) {
   r.add(OpId::Concat, D, kAnyDType, function_kernel(concat));
   r.add(OpId::Split, D, kAnyDType, function_kernel(split));
   r.add(OpId::Gather, D, kAnyDType, function_kernel(gather));
+  r.add(OpId::GatherElements, D, kAnyDType, function_kernel(gather_elements));
   r.add(OpId::Tile, D, kAnyDType, function_kernel(tile));
   r.add(OpId::DepthToSpace, D, kAnyDType, function_kernel(depth_to_space));
   r.add(OpId::SpaceToDepth, D, kAnyDType, function_kernel(space_to_depth));

@@ -27,6 +27,44 @@ __global__ void gather_kernel(const W* x, const I* idx, W* y, int64_t outer, int
   }
 }
 
+// X's offset of GatherElements' element e whose index along the axis is k (in range).
+__device__ __forceinline__ int64_t gather_elements_offset(int64_t e, int64_t k,
+                                                          const GatherElementsPlan& p) {
+  int64_t off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t q = e / p.idx_dims[d];
+    off += (d == p.axis ? k : e - q * p.idx_dims[d]) * p.x_strides[d];
+    e = q;
+  }
+  return off;
+}
+
+template <class W, class I>
+__global__ void gather_elements_kernel(const W* x, const I* idx, W* y, int64_t n,
+                                       GatherElementsPlan p, int* bad) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    int64_t k = static_cast<int64_t>(idx[e]);
+    if (k < 0) k += p.axis_dim;
+    if (k < 0 || k >= p.axis_dim) {
+      if (bad) *bad = 1;
+      y[e] = W{};
+    } else {
+      y[e] = x[gather_elements_offset(e, k, p)];
+    }
+  }
+}
+
+template <class T, class I>
+__global__ void gather_elements_grad_kernel(const T* dy, const I* idx, float* acc, int64_t n,
+                                            GatherElementsPlan p) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    int64_t k = static_cast<int64_t>(idx[e]);
+    if (k < 0) k += p.axis_dim;
+    if (k < 0 || k >= p.axis_dim) continue;
+    atomicAdd(acc + gather_elements_offset(e, k, p), to_float(dy[e]));
+  }
+}
+
 template <class W>
 __global__ void pad_kernel(const W* x, W* y, int64_t n, const int64_t* maps, PadPlan p, W fill) {
   OAT_GRID_STRIDE_LOOP(e, n) {
@@ -164,6 +202,47 @@ void launch_gather(int elem_bytes, const void* x, const void* indices, bool indi
     case 8: go(uint64_t{}); break;
     default: throw std::runtime_error("Gather: unsupported element size");
   }
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_gather_elements(int elem_bytes, const void* x, const void* indices, bool indices_i64,
+                            void* y, int64_t n, const GatherElementsPlan& plan, int* bad,
+                            cudaStream_t s) {
+  if (n == 0) return;
+  auto go = [&](auto word) {
+    using W = decltype(word);
+    if (indices_i64)
+      gather_elements_kernel<W, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const W*>(x), static_cast<const int64_t*>(indices), static_cast<W*>(y), n,
+          plan, bad);
+    else
+      gather_elements_kernel<W, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const W*>(x), static_cast<const int32_t*>(indices), static_cast<W*>(y), n,
+          plan, bad);
+  };
+  switch (elem_bytes) {
+    case 1: go(uint8_t{}); break;
+    case 2: go(uint16_t{}); break;
+    case 4: go(uint32_t{}); break;
+    case 8: go(uint64_t{}); break;
+    default: throw std::runtime_error("GatherElements: unsupported element size");
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_gather_elements_grad(ElemType t, const void* dy, const void* indices,
+                                 bool indices_i64, float* acc, int64_t n,
+                                 const GatherElementsPlan& plan, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "GatherElementsGrad", [&](auto tag) {
+    using T = decltype(tag);
+    if (indices_i64)
+      gather_elements_grad_kernel<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const T*>(dy), static_cast<const int64_t*>(indices), acc, n, plan);
+    else
+      gather_elements_grad_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const T*>(dy), static_cast<const int32_t*>(indices), acc, n, plan);
+  });
   CUDA_CHECK_LAUNCH();
 }
 

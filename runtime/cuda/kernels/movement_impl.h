@@ -20,6 +20,26 @@ void launch_gather_grad(ElemType t, const void* dy, const void* indices, bool in
                         float* acc, int64_t outer, int64_t axis_dim, int64_t inner, int64_t count,
                         cudaStream_t s);
 
+// GatherElements: output element e, with coordinates c_d over idx_dims (the indices' shape),
+// reads X at Σ_{d≠axis} c_d·x_strides[d] + k·x_strides[axis], k = idx[e] (I64 or I32, negative
+// values count from axis_dim). An index out of range writes 0 and sets *bad (may be null when
+// the caller checked the indices on the host).
+struct GatherElementsPlan {
+  int rank = 0, axis = 0;
+  int64_t axis_dim = 0;
+  int64_t idx_dims[kMaxRank] = {};
+  int64_t x_strides[kMaxRank] = {};
+};
+void launch_gather_elements(int elem_bytes, const void* x, const void* indices, bool indices_i64,
+                            void* y, int64_t n, const GatherElementsPlan& plan, int* bad,
+                            cudaStream_t s);
+// GatherElementsGrad: acc[offset(e)] += dY[e] in FP32 (atomics; acc zeroed by the caller), the
+// offsets of GatherElements over X's shape; dY of type t has the indices' shape (n elements).
+// Out-of-range indices (only possible when produced on the device) are skipped.
+void launch_gather_elements_grad(ElemType t, const void* dy, const void* indices,
+                                 bool indices_i64, float* acc, int64_t n,
+                                 const GatherElementsPlan& plan, cudaStream_t s);
+
 // Pad through per-axis source maps: out element with coordinates (o_0..o_r) reads X at
 // Σ map_d[o_d]·stride_d, or is `fill` (the element's bytes, little-endian) when any map_d[o_d]
 // is −1. `maps` is the concatenation of the r maps (offsets[d] = start of map d), in device memory.

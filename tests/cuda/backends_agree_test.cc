@@ -393,7 +393,7 @@ const std::vector<Case>& cases() {
     v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
-    // PadGrad, CumSumGrad, ReduceXYGrad, GatherElements(+Grad)
+    // PadGrad, CumSumGrad, ReduceXYGrad, GatherElements(+Grad), PReluGrad
     v.push_back({"PadGrad", 1, {{"mode", attr_s("reflect")}},
                  {flt({7, 11}), ints({3, 4}), ints({2, 3, 2, 4})}});
     v.push_back({"PadGrad", 1, {}, {flt({4, 2}), ints({2, 3}), ints({1, 2, 1, -3})}, 1,
@@ -444,6 +444,14 @@ const std::vector<Case>& cases() {
     v.push_back({"GatherElementsGrad", 1, {},
                  {flt({2, 2, 2}), ints({3, 2, 2}), ints({2, 0, 1, -1, 2, 0, 2, 1}, {2, 2, 2})}, 1,
                  {DType::F32, DType::F16, DType::BF16}, "axis 0"});
+    v.push_back({"PReluGrad", 1, {}, {flt({2, 3, 4, 5}), flt({2, 3, 4, 5}), flt({3, 1, 1})}, 2});
+    v.push_back({"PReluGrad", 1, {}, {flt({3, 17}), flt({3, 17}), flt({1})}, 2,
+                 {DType::F32, DType::F16, DType::BF16}, "one slope"});
+    v.push_back({"PReluGrad", 1, {}, {flt({3, 17}), flt({3, 17}), flt({3, 17})}, 2,
+                 {DType::F32, DType::F16, DType::BF16}, "slope per element"});
+    v.push_back({"PReluGrad", 1, {{"legacy_slope", attr_i(1)}},
+                 {flt({2, 3, 4}), flt({2, 3, 4}), flt({3})}, 2,
+                 {DType::F32, DType::F16, DType::BF16}, "legacy per-channel slope"});
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
     v.push_back({"AveragePoolGrad", 1,

@@ -2,9 +2,14 @@
 // LeakyReluGrad(dY, X), SigmoidGrad(dY, Y), TanhGrad(dY, Y), GeluGrad(dY, X), ClipGrad(dY, X,
 // [min], [max]), EluGrad(dY, X), SoftplusGrad(dY, X), HardSigmoidGrad(dY, X), HardSwishGrad(dY,
 // X): dX = dY ⊙ f'(V), formulas and attributes as runtime/cpu/kernels/grad_activation.cc.
+// PReluGrad(dY, X, slope) -> (dX, dSlope): dX = dY ⊙ (X < 0 ? slope : 1) and
+// dSlope = sum_to(dY ⊙ (X < 0 ? X : 0), slope's shape), the product and the sum in FP32, one
+// rounding; attr legacy_slope = 1 (PRelu before opset 7) reads a 1-D slope of size C per channel.
 #include <limits>
 
+#include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/grad_activation_impl.h"
 #include "runtime/cuda/register.h"
 
@@ -47,6 +52,61 @@ void activation_grad(KernelContext& ctx) {
                          dx.numel(), a, b, stream_of(ctx));
 }
 
+class PReluGradKernel : public OpKernel {
+ public:
+  explicit PReluGradKernel(const Node& n) : legacy_(n.attr_int("legacy_slope", 0) != 0) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& dy = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& slope = ctx.input(2);
+    if (x.dtype() != dy.dtype() || x.shape() != dy.shape())
+      ctx.fail(cat("input 1 is ", dtype_name(x.dtype()), " ", shape_str(x.shape()),
+                   " but the gradient dY is ", dtype_name(dy.dtype()), " ",
+                   shape_str(dy.shape())));
+    if (slope.dtype() != x.dtype())
+      ctx.fail(
+          cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
+    const Shape& xs = x.shape();
+    Shape ss = slope.shape();
+    if (legacy_ && slope.rank() == 1 && x.rank() >= 2 && slope.numel() > 1 &&
+        slope.dim(0) == x.dim(1)) {  // per-channel slope [C] viewed as [C, 1, ..., 1]
+      ss = Shape(static_cast<size_t>(x.rank() - 1), 1);
+      ss[0] = slope.dim(0);
+    }
+    Shape b;
+    try {
+      b = cpu::broadcast_shapes({xs, ss});
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    if (b != xs)
+      ctx.fail(cat("slope shape ", shape_str(slope.shape()),
+                   " does not broadcast unidirectionally to X shape ", shape_str(xs)));
+    const bool want_dx = ctx.output_requested(0), want_ds = ctx.output_requested(1);
+    const cudaStream_t s = stream_of(ctx);
+    void* dx = want_dx ? ctx.allocate_output(0, x.dtype(), xs).raw_data() : nullptr;
+    Tensor prod;
+    if (want_ds) prod = Tensor(DType::F32, xs, Device::CUDA);
+    launch_prelu_grad(elem_type(x.dtype()), dy.raw_data(), x.raw_data(), slope.raw_data(), dx,
+                      want_ds ? prod.data<float>() : nullptr, x.numel(),
+                      make_broadcast_index(xs, {ss}), s);
+    if (!want_ds) return;
+    Tensor& ds = ctx.allocate_output(1, slope.dtype(), slope.shape());
+    // Σ over the broadcast dimensions in FP32: into dSlope itself (viewed as ss) for F32, into
+    // a float copy rounded once otherwise.
+    Tensor acc = slope.dtype() == DType::F32 ? ds.reshaped(ss)
+                                              : Tensor(DType::F32, ss, Device::CUDA);
+    sum_to_shape_into(ctx, prod, acc);
+    if (slope.dtype() != DType::F32)
+      launch_cast(ElemType::F32, elem_type(slope.dtype()), acc.raw_data(), ds.raw_data(),
+                  ds.numel(), s);
+  }
+
+ private:
+  bool legacy_;
+};
+
 }  // namespace
 
 void register_grad_activation(KernelRegistry& r) {
@@ -60,6 +120,7 @@ void register_grad_activation(KernelRegistry& r) {
   add_floats(r, OpId::SoftplusGrad, function_kernel(activation_grad<ActGrad::Softplus>));
   add_floats(r, OpId::HardSigmoidGrad, function_kernel(activation_grad<ActGrad::HardSigmoid>));
   add_floats(r, OpId::HardSwishGrad, function_kernel(activation_grad<ActGrad::HardSwish>));
+  add_floats(r, OpId::PReluGrad, kernel_factory<PReluGradKernel>());
 }
 
 }  // namespace oat::cuda

@@ -41,6 +41,20 @@ __global__ void act_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, float
   }
 }
 
+template <class T>
+__global__ void prelu_grad_kernel(const T* dy, const T* x, const T* slope, T* dx, float* prod,
+                                  int64_t n, BroadcastIndex ix) {
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    const float g = to_float(dy[i]), v = to_float(x[i]);
+    if (dx) {
+      int64_t off[1];
+      broadcast_offsets<1>(ix, i, off);
+      dx[i] = from_float<T>(v < 0.f ? to_float(slope[off[0]]) * g : g);
+    }
+    if (prod) prod[i] = v < 0.f ? g * v : 0.f;
+  }
+}
+
 template <ActGrad Op>
 void launch_op(ElemType t, const void* dy, const void* v, void* dx, int64_t n, float a, float b,
                cudaStream_t s) {
@@ -64,6 +78,18 @@ void launch_activation_grad(ActGrad op, ElemType t, const void* dy, const void* 
     OAT_CASE(HardSwish)
 #undef OAT_CASE
   }
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_prelu_grad(ElemType t, const void* dy, const void* x, const void* slope, void* dx,
+                       float* prod, int64_t n, const BroadcastIndex& ix, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "PReluGrad", [&](auto tag) {
+    using T = decltype(tag);
+    prelu_grad_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(slope),
+        static_cast<T*>(dx), prod, n, ix);
+  });
   CUDA_CHECK_LAUNCH();
 }
 

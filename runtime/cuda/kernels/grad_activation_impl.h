@@ -13,4 +13,11 @@ enum class ActGrad : int {
 void launch_activation_grad(ActGrad op, ElemType t, const void* dy, const void* v, void* dx,
                             int64_t n, float a, float b, cudaStream_t s);
 
+// PReluGrad over X's n elements, slope read at the offset of operand 0 of `ix` (X's shape):
+//   dx = dY ⊙ (X < 0 ? slope : 1)          (skipped when dx is null)
+//   prod = dY ⊙ (X < 0 ? X : 0) in FP32    (skipped when prod is null; summed to slope's shape
+//                                           by the caller)
+void launch_prelu_grad(ElemType t, const void* dy, const void* x, const void* slope, void* dx,
+                       float* prod, int64_t n, const BroadcastIndex& ix, cudaStream_t s);
+
 }  // namespace oat::cuda

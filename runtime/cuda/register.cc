@@ -17,7 +17,6 @@ void register_kernels(KernelRegistry& r) {
   register_pool(r);
   register_batch_norm(r);
   register_optimizer(r);
-  register_dropout(r);
   register_grad_activation(r);
   register_grad_reduce(r);
   register_grad_matmul(r);

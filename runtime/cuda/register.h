@@ -18,7 +18,6 @@ void register_conv_transpose(KernelRegistry& r);  // kernels/conv_transpose.cc: 
 void register_pool(KernelRegistry& r);         // kernels/pool.cc: pooling (cuDNN)
 void register_batch_norm(KernelRegistry& r);   // kernels/batch_norm.cc: BatchNormalization(+Grad)
 void register_optimizer(KernelRegistry& r);    // kernels/optimizer.cc: fused AMP kernels
-void register_dropout(KernelRegistry& r);      // kernels/dropout.cc: Dropout (counter-based mask)
 // Gradient kernels (internal domain, training graphs).
 void register_grad_activation(KernelRegistry& r);  // kernels/grad_activation.cc: ReluGrad ...
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

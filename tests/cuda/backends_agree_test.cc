@@ -395,7 +395,7 @@ const std::vector<Case>& cases() {
     v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
-    // PadGrad, CumSumGrad, ReduceXYGrad, GatherElements(+Grad), PReluGrad, Dropout (both modes)
+    // PadGrad, CumSumGrad, ReduceXYGrad, GatherElements(+Grad), PReluGrad
     v.push_back({"PadGrad", 1, {{"mode", attr_s("reflect")}},
                  {flt({7, 11}), ints({3, 4}), ints({2, 3, 2, 4})}});
     v.push_back({"PadGrad", 1, {}, {flt({4, 2}), ints({2, 3}), ints({1, 2, 1, -3})}, 1,
@@ -454,19 +454,6 @@ const std::vector<Case>& cases() {
     v.push_back({"PReluGrad", 1, {{"legacy_slope", attr_i(1)}},
                  {flt({2, 3, 4}), flt({2, 3, 4}), flt({3})}, 2,
                  {DType::F32, DType::F16, DType::BF16}, "legacy per-channel slope"});
-    {
-      // Both backends draw the mask from the same counter-based rule (dropout_mask.h).
-      In ratio = vals({}, {0.3f});
-      ratio.keep_f32 = true;
-      v.push_back({"Dropout", 13, {{"seed", attr_i(7)}}, {flt({3, 17}), ratio, all_true({})}, 2,
-                   {DType::F32, DType::F16, DType::BF16}, "training"});
-      v.push_back({"Dropout", 13, {}, {flt({300, 257}), ratio, all_true({})}, 2, {DType::F32},
-                   "training, large, name seed"});
-      v.push_back({"Dropout", 6, {{"ratio", attr_f(0.4f)}, {"seed", attr_i(3)}}, {flt({5, 9})}, 2,
-                   {DType::F32, DType::F16, DType::BF16}, "opset 6 training, float mask"});
-      v.push_back({"Dropout", 13, {}, {flt({3, 5})}, 2, {DType::F32, DType::F16, DType::BF16},
-                   "inference"});
-    }
     v.push_back({"MaxPoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 3, 3}), flt({2, 3, 6, 6})}, 1, {DType::F32}});
     v.push_back({"AveragePoolGrad", 1,

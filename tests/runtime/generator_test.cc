@@ -1,13 +1,12 @@
 // Generators and casts (runtime/cpu/kernels/generator.cc): Constant in each attribute form,
 // ConstantOfShape, Cast (integer and opset-1 string 'to'), CastLike, Range for float and integer
-// types, Dropout in inference and in training mode (counter-based mask, fixed seed).
+// types, Dropout in inference and in training mode (numpy-compatible mask, fixed seed).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 
-#include "runtime/cpu/kernels/dropout_mask.h"
 #include "tests/runtime/single_node.h"
 
 using namespace oat;
@@ -115,7 +114,7 @@ TEST_CASE("Range: ceil((limit - start) / delta) elements, float and integer") {
       Error);
 }
 
-TEST_CASE("Dropout: identity in inference, counter-based mask in training") {
+TEST_CASE("Dropout: identity in inference, numpy-compatible mask in training") {
   Tensor x = iota_f({4, 5});
   auto out = run_node("Dropout", 13, {}, {x}, 2);
   CHECK(out[0].raw_data() == x.raw_data());
@@ -126,83 +125,25 @@ TEST_CASE("Dropout: identity in inference, counter-based mask in training") {
   CHECK(old[1].dtype() == DType::F32);
   CHECK(fvec(old[0]) == fvec(x));
 
-  // Training with seed 0 and ratio 0.25: keep element i when its SplitMix64 draw (counter i of
-  // the seed's stream, dropout_mask.h) is >= 0.25, then Y = X / 0.75.
+  // Training with seed 0 and ratio 0.25: keep u >= 0.25, where u comes from numpy's legacy
+  // MT19937 stream (two 32-bit draws per double), then Y = X / 0.75.
   Tensor ratio = Tensor::scalar<float>(0.25f);
   Tensor on = Tensor::scalar<bool>(true);
   out = run_node("Dropout", 13, {{"seed", attr_i(0)}}, {x, ratio, on}, 2);
-  const uint64_t key = dropout_key(0), threshold = dropout_threshold(0.25);
+  std::mt19937 gen(0);
   int kept = 0;
   for (int64_t i = 0; i < 20; ++i) {
-    const bool keep = dropout_keep(key, static_cast<uint64_t>(i), threshold);
+    const uint32_t a = gen() >> 5, b = gen() >> 6;
+    const bool keep = (a * 67108864.0 + b) / 9007199254740992.0 >= 0.25;
     kept += keep;
     CHECK(out[1].item_as_int(i) == keep);
     CHECK(out[0].data<float>()[i] == doctest::Approx(keep ? i / 0.75 : 0.0));
   }
   CHECK(kept > 5);
   CHECK(kept < 20);
-  // The rule's constants: seed 0 is key 0, and counter 0 is SplitMix64's first output from state
-  // 0 (0xE220A8397B1DCDAF), whose top 53 bits give u = 0.88331...
-  CHECK(key == 0);
-  CHECK(splitmix64_mix(0x9E3779B97F4A7C15ull) == 0xE220A8397B1DCDAFull);
-  CHECK(dropout_keep(0, 0, (0xE220A8397B1DCDAFull >> 11)));
-  CHECK(!dropout_keep(0, 0, (0xE220A8397B1DCDAFull >> 11) + 1));
-  CHECK(dropout_threshold(0.0) == 0);
-  CHECK(dropout_threshold(1.0) == (uint64_t{1} << 53));
+  // numpy: np.random.seed(0); np.random.uniform(0, 1, 3) = [0.5488135, 0.71518937, 0.60276338].
+  std::mt19937 np0(0);
+  const uint32_t a = np0() >> 5, b = np0() >> 6;
+  CHECK((a * 67108864.0 + b) / 9007199254740992.0 == doctest::Approx(0.5488135039273248));
   CHECK_THROWS_AS(run_node("Dropout", 13, {}, {x, Tensor::scalar<float>(1.5f), on}, 1), Error);
-}
-
-TEST_CASE("Dropout: kept fraction, fresh masks per call, reproducible runs, F16 = F32 mask") {
-  auto graph = [](DType t) {
-    Graph g;
-    g.opsets[""] = 13;
-    Node n;
-    n.name = "drop";
-    n.op_type = "Dropout";
-    n.op = OpId::Dropout;
-    n.opset = 13;
-    n.inputs = {"x", "ratio", "on"};
-    n.outputs = {"y", "mask"};
-    g.nodes.push_back(n);
-    g.inputs = {ValueInfo{"x", t, std::nullopt}, ValueInfo{"ratio", DType::F32, std::nullopt},
-                ValueInfo{"on", DType::Bool, std::nullopt}};
-    for (const char* o : {"y", "mask"})
-      g.outputs.push_back(ValueInfo{o, DType::Undefined, std::nullopt});
-    return g;
-  };
-  const Graph g = graph(DType::F32);
-  const int64_t count = 100000;  // above the parallel threshold
-  Tensor x(DType::F32, {count});
-  for (int64_t i = 0; i < count; ++i) x.data<float>()[i] = 1.0f + static_cast<float>(i % 7);
-  const std::map<std::string, Tensor> feeds = {
-      {"x", x}, {"ratio", Tensor::scalar<float>(0.3f)}, {"on", Tensor::scalar<bool>(true)}};
-  Executor a(g), b(g);
-  const auto first = a.run(feeds), second = a.run(feeds), again = b.run(feeds);
-  auto kept = [](const Tensor& m) {
-    int64_t k = 0;
-    for (int64_t i = 0; i < m.numel(); ++i) k += m.data<bool>()[i];
-    return k;
-  };
-  // 70% kept, within 5 standard deviations (σ = √(n·0.3·0.7) ≈ 145).
-  CHECK(std::abs(kept(first[1]) - 70000) < 725);
-  CHECK(std::abs(kept(second[1]) - 70000) < 725);
-  CHECK(std::memcmp(first[1].raw_data(), again[1].raw_data(), count) == 0);
-  CHECK(std::memcmp(first[1].raw_data(), second[1].raw_data(), count) != 0);
-  // The second call continues the stream at counter `count`.
-  const uint64_t key = dropout_key(static_cast<int64_t>(std::hash<std::string>{}("drop")));
-  const uint64_t threshold = dropout_threshold(static_cast<double>(0.3f));
-  for (int64_t i : {int64_t{0}, int64_t{1}, count / 2, count - 1}) {
-    CHECK(first[1].data<bool>()[i] == dropout_keep(key, static_cast<uint64_t>(i), threshold));
-    CHECK(second[1].data<bool>()[i] ==
-          dropout_keep(key, static_cast<uint64_t>(count + i), threshold));
-    const float scaled = first[1].data<bool>()[i] ? x.data<float>()[i] * (1.0f / 0.7f) : 0.f;
-    CHECK(first[0].data<float>()[i] == doctest::Approx(scaled));
-  }
-  // F16 data draws the same mask.
-  std::map<std::string, Tensor> half = feeds;
-  half["x"] = cast_tensor(x, DType::F16);
-  const Graph g16 = graph(DType::F16);  // the executor keeps a reference
-  Executor c(g16);
-  const auto h = c.run(half);
-  CHECK(std::memcmp(first[1].raw_data(), h[1].raw_data(), count) == 0);
 }

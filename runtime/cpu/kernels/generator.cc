@@ -3,15 +3,15 @@
 // Dropout scales in float and rounds once. Cast and CastLike are in cast.cc and
 // register from register_generator().
 //
-// Dropout's training mode draws its mask from a counter-based generator (dropout_mask.h: a
-// SplitMix64 hash of the node's seed and the element's counter), the rule the CUDA kernel
-// follows, so both backends drop the same elements. Each kernel counts the elements it has drawn,
-// so successive training steps draw fresh masks and a run is reproducible.
+// Dropout's training mode draws its mask like the ONNX reference (numpy's legacy generator:
+// np.random.seed(seed); u = np.random.uniform(0, 1, X.shape)): MT19937 seeded with `seed`
+// (std::mt19937's seeding is numpy's init_genrand), and u = (a*2^26 + b) / 2^53 from two 32-bit
+// draws a>>5, b>>6, element by element in row-major order. Each kernel owns one generator,
+// seeded once, so successive training steps draw fresh masks and a run is reproducible.
 #include <cmath>
+#include <random>
 #include <type_traits>
 
-#include "runtime/cpu/broadcast.h"
-#include "runtime/cpu/kernels/dropout_mask.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
@@ -104,17 +104,19 @@ void range(KernelContext& ctx) {
 }
 
 // Dropout: inference (default, or training_mode false, or ratio 0) is Y = X with mask all true.
-// Training: mask = u >= ratio with u ~ U[0, 1) (dropout_mask.h), Y = mask ? X / (1 - ratio) : 0.
-// The ratio is input 1 from opset 12 (default 0.5) and an attribute before; training mode is
-// input 2 from opset 12, is_test == 0 before opset 7, and off for opsets 7-11. The mask is bool
-// from opset 10 and X's dtype before.
+// Training: mask = u >= ratio with u ~ U[0, 1) (see the top of the file), Y = mask ? X / (1 -
+// ratio) : 0. The ratio is input 1 from opset 12 (default 0.5) and an attribute before; training
+// mode is input 2 from opset 12, is_test == 0 before opset 7, and off for opsets 7-11. The mask is
+// bool from opset 10 and X's dtype before.
 template <class T>
 class DropoutKernel : public OpKernel {
  public:
   explicit DropoutKernel(const Node& n)
       : ratio_attr_(n.attr_float("ratio", 0.5f)),
         old_training_(n.opset < 7 && n.attr_int("is_test", 0) == 0),
-        key_(dropout_node_key(n)) {}
+        gen_(static_cast<std::mt19937::result_type>(
+            n.has_attr("seed") ? n.attr_int("seed", 0)
+                               : static_cast<int64_t>(std::hash<std::string>{}(n.name)))) {}
 
   void compute(KernelContext& ctx) override {
     const Node& n = ctx.node();
@@ -146,14 +148,12 @@ class DropoutKernel : public OpKernel {
     // F16/BF16: x·scale in float, rounded once (the scale itself is not rounded to 16 bits).
     using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const C scale = static_cast<C>(1.0 / (1.0 - ratio));
-    const uint64_t threshold = dropout_threshold(ratio), first = drawn_;
-    drawn_ += static_cast<uint64_t>(count);
-    parallel_ranges(count, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        keep[i] = dropout_keep(key_, first + static_cast<uint64_t>(i), threshold);
-        y[i] = keep[i] ? static_cast<T>(static_cast<C>(src[i]) * scale) : T(0);
-      }
-    });
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t a = gen_() >> 5, b = gen_() >> 6;
+      const double u = (a * 67108864.0 + b) / 9007199254740992.0;
+      keep[i] = u >= ratio;
+      y[i] = keep[i] ? static_cast<T>(static_cast<C>(src[i]) * scale) : T(0);
+    }
     if (want_mask) {
       Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
       dispatch_dtype(mask_dtype, [&](auto tag) {
@@ -167,8 +167,7 @@ class DropoutKernel : public OpKernel {
  private:
   float ratio_attr_;
   bool old_training_;
-  uint64_t key_;
-  uint64_t drawn_ = 0;  // elements drawn by earlier training calls: the next call's first counter
+  std::mt19937 gen_;
 };
 
 }  // namespace

@@ -193,6 +193,10 @@ const std::vector<Case>& cases() {
     v.push_back({"IsNaN", 13, {}, {flt({3, 4})}});
     v.push_back({"IsInf", 10, {}, {huge({3, 4})}});
     v.push_back({"Not", 1, {}, {bools({3, 4})}, 1, {DType::Bool}});
+    // Dropout in inference (no training mode: Y = X, mask all true); training mode has no CUDA
+    // kernel (runtime/cuda/README.md).
+    v.push_back({"Dropout", 13, {}, {flt({3, 5})}, 2, {DType::F32, DType::F16, DType::BF16},
+                 "inference"});
     for (const char* op : {"And", "Or", "Xor"})
       v.push_back({op, 7, {}, {bools({3, 4}), bools({4})}, 1, {DType::Bool}});
     v.push_back({"Shape", 15, {{"start", attr_i(1)}}, {flt({2, 3, 4})}});

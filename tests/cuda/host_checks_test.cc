@@ -1,6 +1,6 @@
 // The host-side checks of CUDA kernels run before anything touches the device, so they are tested
 // here without one: each bad input must fail on CUDA with exactly the CPU kernel's error (same
-// node, same message). Covers PadGrad, GatherElements(+Grad), ReduceXYGrad, PReluGrad and Dropout.
+// node, same message). Covers PadGrad, GatherElements(+Grad), ReduceXYGrad and PReluGrad.
 // Built with the CUDA backend only (elsewhere the file says so).
 #include <doctest/doctest.h>
 
@@ -120,13 +120,6 @@ TEST_CASE("PReluGrad: bad slopes fail on CUDA with the CPU's errors") {
                "slope has dtype float64, X has float32", 2);
 }
 
-TEST_CASE("Dropout: a ratio outside [0, 1] fails on CUDA with the CPU's error") {
-  same_failure("Dropout", 13, {},
-               {f32({4}), Tensor::scalar<float>(1.5f), Tensor::scalar<bool>(true)},
-               "ratio 1.5 is outside [0, 1]", 2);
-  same_failure("Dropout", 13, {}, {f32({4}), Tensor::scalar<float>(-0.5f)},
-               "ratio -0.5 is outside [0, 1]", 2);
-}
 #else
 TEST_CASE("CUDA host checks") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
 #endif

@@ -14,11 +14,15 @@
 // one input channel per group (grad_conv_direct.h):
 //   dW[m, t]                           = Σ_n Σ_o dY[n, m, o] · X[n, m / mult, o·stride - pad +
 //   t·dil] dX[n, c, o·stride - pad + t·dil]  += Σ_{m : m / mult = c} W[m, t] · dY[n, m, o]
+// grad_type = 1 (FLOAT; runtime/grad_type.h): dW and dB in float32; with F16/BF16 operands they
+// are the FP32 kernel's accumulation itself (low_precision.h in_fp32), not rounded to 16 bits.
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing; it must be
 // silenced before the first include pulls in immintrin.h (as in conv.cc).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include <type_traits>
+
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cpu/kernels/grad_conv_direct.h"
 #include "runtime/cpu/kernels/low_precision.h"
@@ -183,7 +187,9 @@ template <class T>
 class ConvGradKernel : public OpKernel {
  public:
   explicit ConvGradKernel(const Node& node)
-      : attrs_(parse_window_attrs(node)), group_(node.attr_int("group", 1)) {}
+      : attrs_(parse_window_attrs(node)), group_(node.attr_int("group", 1)) {
+    check_weight_grad_type(node, std::is_same_v<T, double> ? DType::F64 : DType::F32);
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& dY = ctx.input(0);
@@ -244,7 +250,8 @@ class ConvGradKernel : public OpKernel {
 
 void register_grad_conv(KernelRegistry& r) {
   r.add(OpId::ConvGrad, Device::CPU, DType::F32, kernel_factory<ConvGradKernel<float>>());
-  r.add(OpId::ConvGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<ConvGradKernel<float>>()));
+  r.add(OpId::ConvGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<ConvGradKernel<float>>(), weight_grad_io));
   r.add(OpId::ConvGrad, Device::CPU, DType::F64, kernel_factory<ConvGradKernel<double>>());
   register_grad_conv_transpose(r);
   register_grad_pool(r);

@@ -9,11 +9,15 @@
 //   dW_g   = Σ_n X_ng · col_ngᵀ            (Cg x Mg·k)
 //   dB[m]  = Σ_n Σ_o dY[n, m, o]
 // Both GEMMs share one im2col block per tile of (image, position) columns (grad_conv_backward.h).
+// grad_type = 1 (FLOAT; runtime/grad_type.h): dW and dB in float32; with F16/BF16 operands they
+// are the FP32 kernel's accumulation itself (low_precision.h in_fp32), not rounded to 16 bits.
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing; it must be
 // silenced before the first include pulls in immintrin.h (as in conv.cc).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include <type_traits>
+
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
@@ -96,7 +100,9 @@ class ConvTransposeGradKernel : public OpKernel {
       : attrs_(parse_window_attrs(node)),
         group_(node.attr_int("group", 1)),
         output_padding_(node.attr_ints("output_padding")),
-        output_shape_(node.attr_ints("output_shape")) {}
+        output_shape_(node.attr_ints("output_shape")) {
+    check_weight_grad_type(node, std::is_same_v<T, double> ? DType::F64 : DType::F32);
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& dY = ctx.input(0);
@@ -154,7 +160,7 @@ void register_grad_conv_transpose(KernelRegistry& r) {
   r.add(OpId::ConvTransposeGrad, Device::CPU, DType::F32,
         kernel_factory<ConvTransposeGradKernel<float>>());
   r.add(OpId::ConvTransposeGrad, Device::CPU, kLowFloats,
-        in_fp32(kernel_factory<ConvTransposeGradKernel<float>>()));
+        in_fp32(kernel_factory<ConvTransposeGradKernel<float>>(), weight_grad_io));
   r.add(OpId::ConvTransposeGrad, Device::CPU, DType::F64,
         kernel_factory<ConvTransposeGradKernel<double>>());
 }

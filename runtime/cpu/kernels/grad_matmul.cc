@@ -8,6 +8,9 @@
 //   dA' = α·dY·B'ᵀ  (dA = dA'ᵀ = α·B'·dYᵀ when transA),
 //   dB' = α·A'ᵀ·dY  (dB = dB'ᵀ = α·dYᵀ·A' when transB),
 //   dC  = β·sum_to(dY, C)                       attrs transA, transB, alpha, beta as Gemm.
+// grad_type = 1 (FLOAT; runtime/grad_type.h): dB (and dC) in float32. The F16/BF16 kernels run
+// the float kernel on widened operands (low_precision.h in_fp32), so those outputs are its FP32
+// accumulation itself, not rounded to 16 bits; dA stays in the operands' dtype.
 // Only the requested outputs are computed. Products are Eigen GEMMs on row-major Maps of the
 // tensors (transposes are .transpose() of a Map, read in place: nothing is copied).
 // GCC 12 reports a false "(may be) used uninitialized" inside the AVX-512 intrinsics of Eigen's
@@ -16,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
@@ -79,6 +83,7 @@ void matmul_grad(KernelContext& ctx) {
   const Tensor& ta = ctx.input(1);
   const Tensor& tb = ctx.input(2);
   require_dtype_of_grad(ctx);
+  check_weight_grad_type(ctx.node(), dy.dtype());
   if (ta.rank() == 0 || tb.rank() == 0)
     ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(ta.shape()), " x ",
                  shape_str(tb.shape())));
@@ -149,7 +154,9 @@ class GemmGradKernel : public OpKernel {
  public:
   explicit GemmGradKernel(const Node& n)
       : attrs_{n.attr_int("transA", 0) != 0, n.attr_int("transB", 0) != 0,
-               n.attr_float("alpha", 1.0f), n.attr_float("beta", 1.0f)} {}
+               n.attr_float("alpha", 1.0f), n.attr_float("beta", 1.0f)} {
+    check_weight_grad_type(n, std::is_same_v<T, double> ? DType::F64 : DType::F32);
+  }
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -228,10 +235,12 @@ class GemmGradKernel : public OpKernel {
 
 void register_grad_matmul(KernelRegistry& r) {
   r.add(OpId::MatMulGrad, Device::CPU, DType::F32, function_kernel(matmul_grad<float>));
-  r.add(OpId::MatMulGrad, Device::CPU, kLowFloats, in_fp32(function_kernel(matmul_grad<float>)));
+  r.add(OpId::MatMulGrad, Device::CPU, kLowFloats,
+        in_fp32(function_kernel(matmul_grad<float>), weight_grad_io));
   r.add(OpId::MatMulGrad, Device::CPU, DType::F64, function_kernel(matmul_grad<double>));
   r.add(OpId::GemmGrad, Device::CPU, DType::F32, kernel_factory<GemmGradKernel<float>>());
-  r.add(OpId::GemmGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<GemmGradKernel<float>>()));
+  r.add(OpId::GemmGrad, Device::CPU, kLowFloats,
+        in_fp32(kernel_factory<GemmGradKernel<float>>(), weight_grad_io));
   r.add(OpId::GemmGrad, Device::CPU, DType::F64, kernel_factory<GemmGradKernel<double>>());
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/kernels/movement.h"
+#include "runtime/grad_type.h"
 
 namespace oat::cpu {
 
@@ -124,6 +125,25 @@ KernelFactory in_fp32(KernelFactory f32, Fp32Io io) {
   return [f32 = std::move(f32), io](const Node& node) -> std::unique_ptr<OpKernel> {
     return std::make_unique<Fp32ComputeKernel>(node, f32, io);
   };
+}
+
+KernelFactory in_fp32(KernelFactory f32, Fp32Io (*io_of)(const Node&)) {
+  return [f32 = std::move(f32), io_of](const Node& node) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<Fp32ComputeKernel>(node, f32, io_of(node));
+  };
+}
+
+void check_weight_grad_type(const Node& n, DType operands) {
+  if (weight_grads_in_fp32(n) && operands != DType::F32 && !is_low_float(operands))
+    throw Error(cat(n.describe(), ": grad_type 1 (float32 weight gradients) needs float32, float16 "
+                    "or bfloat16 operands, not ", dtype_name(operands)));
+}
+
+Fp32Io weight_grad_io(const Node& n) {
+  Fp32Io io;
+  if (!weight_grads_in_fp32(n)) return io;
+  for (size_t k = 1; k < 32 && is_weight_grad_output(n, k); ++k) io.outputs |= 1u << k;
+  return io;
 }
 
 }  // namespace oat::cpu

@@ -14,8 +14,8 @@
 //                          and FP32 compute); the copies are the "emulation cost".
 //
 // Fp32Io lists the inputs and outputs of a low-precision node that stay FP32 (BatchNormalization:
-// scale, B, mean, var and the running statistics; convert/precision.h input_stays_fp32 follows the
-// same rule). Such inputs may arrive as FP32 or in the storage type; any other float input must be
+// scale, B, mean, var and the running statistics; the weight-gradient ops' dW/dB with grad_type
+// FLOAT; convert/precision.h input_stays_fp32 / output_stays_fp32 follow the same rule). Such inputs may arrive as FP32 or in the storage type; any other float input must be
 // in the storage type.
 #pragma once
 
@@ -81,5 +81,16 @@ Tensor round_tensor(const Tensor& t, DType low);
 // Wraps the FP32 kernel `f32` of an op into its F16/BF16 kernel (see the top of the file). Register
 // the result under both kLowFloats; the storage type is read from the inputs at run time.
 KernelFactory in_fp32(KernelFactory f32, Fp32Io io = {});
+// The same with the FP32 outputs chosen per node when the kernel is made: the weight-gradient ops
+// (MatMulGrad, GemmGrad, ConvGrad, ConvTransposeGrad) pass weight_grad_io, so that with
+// grad_type = FLOAT (runtime/grad_type.h) their dW/dB outputs are the FP32 kernel's accumulation
+// itself, not rounded to the storage type.
+KernelFactory in_fp32(KernelFactory f32, Fp32Io (*io_of)(const Node&));
+// The weight/bias outputs of a weight-gradient op whose grad_type asks for FP32; none otherwise.
+Fp32Io weight_grad_io(const Node& n);
+// The plain (F32/F64) kernels of the weight-gradient ops: grad_type FLOAT is what the float
+// kernel writes anyway (and, inside in_fp32, what keeps dW/dB unrounded); float64 operands cannot
+// be asked for float32 gradients. Throws Error naming the node (also for a bad grad_type value).
+void check_weight_grad_type(const Node& n, DType operands);
 
 }  // namespace oat::cpu

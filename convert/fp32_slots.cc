@@ -10,9 +10,13 @@
 //   LayerNormalizationGrad(dY, X, scale, [Mean, InvStdDev]): Mean and InvStdDev FP32.
 //   Resize(X, roi, scales, sizes) (Upsample(X, scales)): roi and scales FP32.
 //   Dropout(data, ratio, training_mode), DropoutGrad(dY, mask, ratio, training_mode): ratio FP32.
+//   MatMulGrad, GemmGrad, ConvGrad, ConvTransposeGrad with grad_type = 1 (runtime/grad_type.h):
+//       dB (MatMulGrad), dB and dC (GemmGrad), dW and dB (ConvGrad, ConvTransposeGrad) FP32, written
+//       from the FP32 accumulator (the training graph sets it where they feed FP32 masters).
 //   UnscaleAndCheck(inv_scale, G...): inv_scale FP32; the gradients are read in any float type.
 //   Shape, Size, Cast: the data input is read in any type (no cast before them).
 #include "convert/precision.h"
+#include "runtime/grad_type.h"
 #include "runtime/ops.h"
 
 namespace oat::convert {
@@ -44,7 +48,9 @@ bool input_stays_fp32(const Node& n, size_t i) {
 bool output_stays_fp32(const Node& n, size_t k) {
   const std::string& op = n.op_type;
   if (onnx(n)) return (op == "BatchNormalization" || op == "LayerNormalization") && k >= 1;
-  if (internal(n)) return op == "BatchNormalizationGrad" && k >= 1;
+  if (internal(n))
+    return (op == "BatchNormalizationGrad" && k >= 1) ||
+           (is_weight_grad_output(n, k) && weight_grads_in_fp32(n));
   return false;
 }
 

@@ -79,7 +79,8 @@ struct PrecisionPlan {
 PrecisionPlan paint(const Graph& g, const PaintOptions& options);
 
 // Which float inputs/outputs of a low-precision node stay FP32 (BatchNormalization's scale, B,
-// mean, var and its running-statistics outputs; Resize's scales; ...). The CPU/CUDA kernels for
+// mean, var and its running-statistics outputs; Resize's scales; the weight/bias gradients of
+// MatMulGrad/GemmGrad/ConvGrad/ConvTransposeGrad with grad_type = 1, runtime/grad_type.h; ...). The CPU/CUDA kernels for
 // F16/BF16 expect exactly this layout.
 // Integer and bool inputs are never cast, whatever these say (they are not float slots).
 bool input_stays_fp32(const Node& n, size_t input_index);

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "runtime/grad_type.h"
 #include "runtime/ops.h"
 
 namespace oat::convert {
@@ -156,6 +157,9 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     } else if (op == "GlobalNormClip") {  // (G..., max_norm) -> (G'..., norm)
       for (size_t k = 0; k < out.size(); ++k) out[k] = input(k);
       if (!out.empty()) out.back() = input(0);
+    } else if (weight_grads_in_fp32(n)) {  // grad_type = FLOAT: dW/dB (dB/dC) in float32
+      for (size_t k = 0; k < out.size(); ++k)
+        if (is_weight_grad_output(n, k)) out[k] = DType::F32;
     }
     return out;
   }

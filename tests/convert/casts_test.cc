@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "convert/graph_build.h"
+#include "convert/value_types.h"
+#include "runtime/grad_type.h"
 
 using namespace oat;
 using namespace oat::convert;
@@ -233,6 +235,41 @@ TEST_CASE("BatchNormalizationGrad: dY and X low, scale and statistics fp32, dSca
   CHECK(g->outputs == std::vector<std::string>{"dx_fp16", "dscale", "dbias"});
   CHECK(producer_of(b.g, "dscale") == g);  // already fp32: no cast back
   CHECK(producer_of(b.g, "dx")->op_type == "Cast");
+}
+
+TEST_CASE("weight-gradient ops with grad_type = 1: dW/dB are fp32 slots, no Cast after them") {
+  for (bool fp32_grads : {false, true}) {
+    CAPTURE(fp32_grads);
+    GraphBuild b;
+    b.input("x", DType::F32, {2, 4}).input("dy", DType::F32, {2, 4}).weight("W").weight("B", {4});
+    b.node("Gemm", {"x", "W", "B"}, {"y"}, "fc");
+    Node& g = b.node("GemmGrad", {"dy", "x", "W", "B"}, {"dx", "dW", "dB"}, "fc_grad",
+                     kInternalDomain);
+    if (fp32_grads) set_weight_grads_fp32(g);
+    b.node("Sum", {"dW", "dW"}, {"dW_sum"}, "acc");  // an FP32 consumer, as the training graph's
+    b.output("y").output("dx").output("dW_sum").output("dB");
+    PaintOptions p;
+    p.follow = {{"fc_grad", "fc"}};
+    p.fp32_nodes = {"acc"};
+    ApplyOptions a;
+    a.keep_io_types = true;
+    convert_graph(b.g, a, p);
+    const ValueTypes types = infer_value_types(b.g);
+    const Node* n = find_node(b.g, "fc_grad");
+    CHECK(n->inputs == std::vector<std::string>{"dy_to_fp16", "x_to_fp16", "W_to_fp16", "B_to_fp16"});
+    CHECK(types.at(n->outputs[0]) == DType::F16);  // dX: low either way
+    if (fp32_grads) {
+      CHECK(n->outputs == std::vector<std::string>{"dx_fp16", "dW", "dB"});
+      CHECK(types.at("dW") == DType::F32);
+      CHECK(find_node(b.g, "acc")->inputs == std::vector<std::string>{"dW", "dW"});
+      CHECK(producer_of(b.g, "dB") == n);  // already fp32: no cast back
+      CHECK(casts(b.g).size() == 6);       // dy, x, W, B to fp16; y and dx back to fp32
+    } else {
+      CHECK(types.at(n->outputs[1]) == DType::F16);
+      CHECK(find_node(b.g, "acc")->inputs == std::vector<std::string>{"dW_to_fp32", "dW_to_fp32"});
+      CHECK(producer_of(b.g, "dB")->op_type == "Cast");
+    }
+  }
 }
 
 TEST_CASE("int paths are never cast and nodes with subgraphs get their original types") {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "runtime/grad_type.h"
 #include "train/autodiff/gradient_builder.h"
 
 namespace oat::train {
@@ -139,6 +140,29 @@ void to_training_mode(Graph& g, TrainingGraph& tg) {
   }
 }
 
+// DESIGN.md "Weight gradients land in FP32" (issue #5): a low-precision MatMulGrad / GemmGrad /
+// ConvGrad / ConvTransposeGrad whose weight or bias gradient goes to an FP32 master — it is the
+// parameter's gradient, or one contribution to the FP32 Sum that accumulates it — gets
+// grad_type = FLOAT (runtime/grad_type.h). Its dW/dB are then written in FP32 straight from the
+// FP32 accumulator; output_stays_fp32 sees them as FP32 slots, so apply_plan types them FP32 and
+// inserts no Cast(f16 -> f32) between them and the Sum / UnscaleAndCheck / optimizer.
+void weight_grads_to_fp32(Graph& g, const convert::PrecisionPlan& plan,
+                          const std::set<std::string>& grad_values) {
+  std::set<std::string> to_master = grad_values;
+  for (const Node& n : g.nodes)
+    if (n.op == OpId::Sum && n.outputs.size() == 1 && grad_values.count(n.outputs[0]))
+      to_master.insert(n.inputs.begin(), n.inputs.end());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (!has_weight_grad_outputs(n) || plan.nodes[i].dtype == DType::F32) continue;
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (is_weight_grad_output(n, k) && to_master.count(n.outputs[k])) {
+        set_weight_grads_fp32(n);
+        break;
+      }
+  }
+}
+
 // Paints the whole training graph and inserts the Casts (DESIGN.md "Mixed precision").
 void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& options,
                            const BackwardResult& bw, const std::vector<std::string>& fp32_pins) {
@@ -159,6 +183,7 @@ void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& option
       po.fp32_nodes.insert(n.name);
   po.follow = bw.origin;
   tg.plan = convert::paint(g, po);
+  weight_grads_to_fp32(g, tg.plan, grad_values);
 
   convert::ApplyOptions ao;
   ao.keep_io_types = true;             // the trainer feeds FP32 batches and reads an FP32 loss

@@ -514,6 +514,31 @@ const std::vector<Case>& cases() {
     v.push_back({"AdamUpdate", 1, {{"weight_decay", attr_f(0.01f)}, {"decoupled", attr_i(1)}},
                  {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), f32({}, In::Unit),
                   ints({3}, Shape{})}, 3, {DType::F32}});
+    // Weight gradients in FP32 (grad_type = 1, runtime/grad_type.h): dB / dC / dW / dB are F32
+    // from the FP32 accumulator on both backends (CUDA's conv dW: cuDNN writes F16/BF16, widened).
+    const Attribute fp32_grads = attr_i(1);
+    const std::vector<DType> low = {DType::F16, DType::BF16};
+    v.push_back({"MatMulGrad", 1, {{"grad_type", fp32_grads}},
+                 {flt({5, 3}), flt({5, 7}), flt({7, 3})}, 2,
+                 {DType::F32, DType::F16, DType::BF16}, "grad_type"});
+    v.push_back({"MatMulGrad", 1, {{"grad_type", fp32_grads}},
+                 {flt({2, 5, 3}), flt({2, 5, 7}), flt({7, 3})}, 2, low, "shared weight, grad_type"});
+    v.push_back({"MatMulGrad", 1, {{"grad_type", fp32_grads}},
+                 {flt({2, 5, 3}), flt({2, 5, 7}), flt({2, 7, 3})}, 2, low, "batched, grad_type"});
+    v.push_back({"MatMulGrad", 1, {{"grad_type", fp32_grads}},
+                 {flt({2, 3, 5, 3}), flt({3, 5, 7}), flt({2, 1, 7, 3})}, 2, low,
+                 "broadcast weight, grad_type"});
+    v.push_back({"GemmGrad", 1,
+                 {{"alpha", attr_f(0.5f)}, {"beta", attr_f(2.f)}, {"grad_type", fp32_grads}},
+                 {flt({5, 3}), flt({5, 7}), flt({7, 3}), flt({3})}, 3,
+                 {DType::F32, DType::F16, DType::BF16}, "grad_type"});
+    v.push_back({"GemmGrad", 1,
+                 {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"grad_type", fp32_grads}},
+                 {flt({5, 3}), flt({7, 5}), flt({3, 7}), flt({5, 3})}, 3, low,
+                 "transposed, grad_type"});
+    v.push_back({"ConvGrad", 1, {{"pads", attr_ints({1, 1, 1, 1})}, {"grad_type", fp32_grads}},
+                 {flt({2, 4, 5, 5}), flt({2, 3, 5, 5}), flt({4, 3, 3, 3})}, 3,
+                 {DType::F32, DType::F16, DType::BF16}, "grad_type"});
     return v;
   }();
   return all;

@@ -25,7 +25,8 @@ Shape shape_input(const KernelContext& ctx, int i);
 BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins);
 
 // out = g summed to out's shape (which must broadcast to g's): over g's extra leading dims and
-// wherever out has a 1; FP32 accumulation (grad_reduce.cc).
+// wherever out has a 1; FP32 accumulation (grad_reduce.cc). out is in g's dtype, or F32 for an
+// F16/BF16 g (the FP32 accumulator stored unrounded: GemmGrad's dC with grad_type = FLOAT).
 void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out);
 
 // The plan of reducing a contiguous X of shape xs over the axes flagged in `reduced` (one output

@@ -10,6 +10,10 @@
 //   Y  = X ⋆ W + B                                  (cross-correlation, groups)
 //   dX = cudnnConvolutionBackwardData(W, dY)        dW = ...BackwardFilter(X, dY)
 //   dB[m] = Σ_{n, spatial} dY[n, m, ...]            (...BackwardBias)
+// ConvGrad's grad_type = 1 (FLOAT; runtime/grad_type.h) with F16/BF16 operands: dB is an FP32
+// reduction of dY stored in F32 without rounding; dW is NOT direct: cuDNN's legacy backward-filter
+// API writes dW in X's data type, so dW is computed in F16/BF16 into scratch (FP32 accumulation,
+// one rounding) and widened to F32 by one cast kernel.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -19,7 +23,10 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/register.h"
+#include "runtime/grad_type.h"
 
 namespace oat::cuda {
 
@@ -144,7 +151,9 @@ class ConvKernel : public OpKernel {
 class ConvGradKernel : public OpKernel {
  public:
   explicit ConvGradKernel(const Node& n)
-      : attrs_(cpu::parse_window_attrs(n)), group_(n.attr_int("group", 1)) {}
+      : attrs_(cpu::parse_window_attrs(n)),
+        group_(n.attr_int("group", 1)),
+        fp32_weight_grads_(weight_grads_in_fp32(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -155,6 +164,8 @@ class ConvGradKernel : public OpKernel {
       ctx.fail(cat("dY ", dtype_name(dy.dtype()), " ", shape_str(dy.shape()), " must be ",
                    dtype_name(x.dtype()), " ", shape_str(p.y_shape)));
     CudaContext& cc = cuda_context(ctx);
+    // grad_type FLOAT with F16/BF16 operands: dW and dB in F32 (F32 operands: nothing changes).
+    const bool widen = fp32_weight_grads_ && x.dtype() != DType::F32;
     if (ctx.output_requested(0)) {
       Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
       Tensor ws = cc.scratch(p.bwd_data_ws);
@@ -164,23 +175,53 @@ class ConvGradKernel : public OpKernel {
                                                dx.raw_data()));
     }
     if (ctx.output_requested(1)) {
-      Tensor& dw = ctx.allocate_output(1, w.dtype(), w.shape());
+      Tensor& dw = ctx.allocate_output(1, widen ? DType::F32 : w.dtype(), w.shape());
+      // cuDNN writes dW in X's type: with `widen`, into scratch, then one F16/BF16 -> F32 cast.
+      Tensor dw_low = widen ? Tensor(w.dtype(), w.shape(), Device::CUDA) : dw;
       Tensor ws = cc.scratch(p.bwd_filter_ws);
       CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.x.get(), x.raw_data(),
                                                  p.y.get(), dy.raw_data(), p.conv.get(),
                                                  p.bwd_filter, ws.raw_data(), p.bwd_filter_ws,
-                                                 &kZero, p.w.get(), dw.raw_data()));
+                                                 &kZero, p.w.get(), dw_low.raw_data()));
+      if (widen)
+        launch_cast(elem_type(w.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
+                    dw.numel(), stream_of(ctx));
     }
     if (ctx.output_requested(2)) {
-      Tensor& db = ctx.allocate_output(2, x.dtype(), {w.dim(0)});
-      CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), &kZero,
-                                               p.bias.get(), db.raw_data()));
+      Tensor& db = ctx.allocate_output(2, widen ? DType::F32 : x.dtype(), {w.dim(0)});
+      if (widen)
+        bias_gradient_fp32(ctx, dy, db);
+      else
+        CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
+                                                 &kZero, p.bias.get(), db.raw_data()));
     }
   }
 
  private:
+  // dB[m] = Σ_{n, s} dY[n, m, s] with dY viewed as [N, M, S]: the FP32-accumulating Sum
+  // reduction, its FP32 result stored in the F32 db unrounded.
+  static void bias_gradient_fp32(const KernelContext& ctx, const Tensor& dy, Tensor& db) {
+    const int64_t N = dy.dim(0), M = dy.dim(1);
+    int64_t S = 1;
+    for (int d = 2; d < dy.rank(); ++d) S *= dy.dim(d);
+    ReducePlan p;
+    p.kept_rank = 1;
+    p.kept_dims[0] = M;
+    p.kept_strides[0] = S;
+    p.red_rank = 2;
+    p.red_dims[0] = N;
+    p.red_strides[0] = M * S;
+    p.red_dims[1] = S;
+    p.red_strides[1] = 1;
+    p.outputs = M;
+    p.count = N * S;
+    launch_reduce(ReduceOp::Sum, elem_type(dy.dtype()), ElemType::F32, dy.raw_data(),
+                  db.raw_data(), p, stream_of(ctx));
+  }
+
   cpu::WindowAttrs attrs_;
   int64_t group_;
+  bool fp32_weight_grads_;  // grad_type = FLOAT
   PlanCache plans_;
 };
 

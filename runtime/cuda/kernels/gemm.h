@@ -16,5 +16,11 @@ struct GemmShape {
 // compute (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F) for F32/F16/BF16 storage `t`.
 void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
           const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch);
+// The same with C stored in `tc`: F32 for F16/BF16 operands `t` (the weight gradients of
+// grad_type = FLOAT, runtime/grad_type.h) — cuBLAS takes A/B in CUDA_R_16F/16BF and C in
+// CUDA_R_32F with CUBLAS_COMPUTE_32F, so C is the FP32 accumulator itself, never rounded, and
+// beta = 1 accumulates into it in FP32. tc must be t or F32.
+void gemm(KernelContext& ctx, DType t, DType tc, const GemmShape& g, float alpha, const void* A,
+          int64_t sa, const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch);
 
 }  // namespace oat::cuda

@@ -9,11 +9,16 @@
 // GemmGrad(dY, A, B, [C]) -> (dA, dB, dC), Y = α·A'·B' + β·C:
 //   dA' = α·dY·B'ᵀ (dA = α·B'·dYᵀ when transA),  dB' = α·A'ᵀ·dY (dB = α·dYᵀ·A' when transB),
 //   dC = β·sum_to(dY, C's shape).
+// grad_type = 1 (FLOAT; runtime/grad_type.h): dB (and dC) in F32 for F16/BF16 operands — the GEMM
+// writes its FP32 accumulator into an F32 C (cuBLAS: A/B 16-bit, C CUDA_R_32F, COMPUTE_32F), the
+// broadcast batches accumulate into it in FP32 (beta = 1), and dC's reduction stores its FP32 sum;
+// nothing is rounded to 16 bits. dA stays in the operands' dtype.
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/gemm.h"
 #include "runtime/cuda/register.h"
+#include "runtime/grad_type.h"
 
 namespace oat::cuda {
 
@@ -64,6 +69,7 @@ void matmul_grad(KernelContext& ctx) {
     return off;
   };
   const DType t = a.dtype();
+  const DType tw = weight_grads_in_fp32(ctx.node()) ? DType::F32 : t;  // dB's dtype
   if (ctx.output_requested(0)) {
     Tensor& da = ctx.allocate_output(0, t, a.shape());
     const GemmShape g{false, true, M, K, N};  // dY_i [M,N] · B_iᵀ
@@ -81,20 +87,20 @@ void matmul_grad(KernelContext& ctx) {
     }
   }
   if (ctx.output_requested(1)) {
-    Tensor& db = ctx.allocate_output(1, t, b.shape());
+    Tensor& db = ctx.allocate_output(1, tw, b.shape());
     if (b_full && (a_full || a_single)) {
-      gemm(ctx, t, GemmShape{true, false, K, N, M}, 1.f, a.raw_data(), a_single ? 0 : mk,
+      gemm(ctx, t, tw, GemmShape{true, false, K, N, M}, 1.f, a.raw_data(), a_single ? 0 : mk,
            dy.raw_data(), mn, 0.f, db.raw_data(), kn, nb);
     } else if (b_single && a_full) {
       // dB = A₂ᵀ·dY₂ over the flattened batch: [K, nb·M]·[nb·M, N].
-      gemm(ctx, t, GemmShape{true, false, K, N, nb * M}, 1.f, a.raw_data(), 0, dy.raw_data(), 0,
-           0.f, db.raw_data(), 0, 1);
+      gemm(ctx, t, tw, GemmShape{true, false, K, N, nb * M}, 1.f, a.raw_data(), 0, dy.raw_data(),
+           0, 0.f, db.raw_data(), 0, 1);
     } else {
       std::vector<bool> written(static_cast<size_t>(numel(bb)), false);
       for (int64_t i = 0; i < nb; ++i) {
         const int64_t ia = entry(i, str_a), ib = entry(i, str_b);
-        gemm(ctx, t, GemmShape{true, false, K, N, M}, 1.f, at(a, ia * mk), 0, at(dy, i * mn), 0,
-             written[ib] ? 1.f : 0.f, at(db, ib * kn), 0, 1);
+        gemm(ctx, t, tw, GemmShape{true, false, K, N, M}, 1.f, at(a, ia * mk), 0, at(dy, i * mn),
+             0, written[ib] ? 1.f : 0.f, at(db, ib * kn), 0, 1);
         written[ib] = true;
       }
     }
@@ -107,7 +113,8 @@ class GemmGradKernel : public OpKernel {
       : ta_(n.attr_int("transA", 0) != 0),
         tb_(n.attr_int("transB", 0) != 0),
         alpha_(n.attr_float("alpha", 1.0f)),
-        beta_(n.attr_float("beta", 1.0f)) {}
+        beta_(n.attr_float("beta", 1.0f)),
+        fp32_weight_grads_(weight_grads_in_fp32(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -121,6 +128,7 @@ class GemmGradKernel : public OpKernel {
     if (dy.shape() != Shape{M, N} || dy.dtype() != a.dtype() || b.dtype() != a.dtype())
       ctx.fail(cat("dY ", shape_str(dy.shape()), " must be [", M, ", ", N, "] in A's dtype"));
     const DType t = a.dtype();
+    const DType tw = fp32_weight_grads_ ? DType::F32 : t;  // dB's and dC's dtype
     if (ctx.output_requested(0)) {
       Tensor& da = ctx.allocate_output(0, t, a.shape());
       if (!ta_)  // dA = α·dY·B'ᵀ  [M,K]
@@ -131,20 +139,20 @@ class GemmGradKernel : public OpKernel {
              0.f, da.raw_data(), 0, 1);
     }
     if (ctx.output_requested(1)) {
-      Tensor& db = ctx.allocate_output(1, t, b.shape());
+      Tensor& db = ctx.allocate_output(1, tw, b.shape());
       if (!tb_)  // dB = α·A'ᵀ·dY  [K,N]
-        gemm(ctx, t, GemmShape{!ta_, false, K, N, M}, alpha_, a.raw_data(), 0, dy.raw_data(), 0,
-             0.f, db.raw_data(), 0, 1);
+        gemm(ctx, t, tw, GemmShape{!ta_, false, K, N, M}, alpha_, a.raw_data(), 0, dy.raw_data(),
+             0, 0.f, db.raw_data(), 0, 1);
       else  // dB = α·dYᵀ·A'  [N,K]
-        gemm(ctx, t, GemmShape{true, ta_, N, K, M}, alpha_, dy.raw_data(), 0, a.raw_data(), 0,
-             0.f, db.raw_data(), 0, 1);
+        gemm(ctx, t, tw, GemmShape{true, ta_, N, K, M}, alpha_, dy.raw_data(), 0, a.raw_data(),
+             0, 0.f, db.raw_data(), 0, 1);
     }
     if (ctx.output_requested(2)) {
       const Tensor* c = ctx.input_or_null(3);
       if (!c) ctx.fail("dC was asked for but C is absent");
-      Tensor& dc = ctx.allocate_output(2, t, c->shape());
+      Tensor& dc = ctx.allocate_output(2, tw, c->shape());
       sum_to_shape_into(ctx, dy, dc);
-      launch_unary(UnaryOp::Scale, elem_type(t), dc.raw_data(), dc.raw_data(), dc.numel(), beta_,
+      launch_unary(UnaryOp::Scale, elem_type(tw), dc.raw_data(), dc.raw_data(), dc.numel(), beta_,
                    0.f, stream_of(ctx));
     }
   }
@@ -152,6 +160,7 @@ class GemmGradKernel : public OpKernel {
  private:
   bool ta_, tb_;
   float alpha_, beta_;
+  bool fp32_weight_grads_;  // grad_type = FLOAT
 };
 
 }  // namespace

@@ -26,6 +26,9 @@ void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out) {
   if (!ok)
     ctx.fail(cat("cannot sum ", shape_str(g.shape()), " to ", shape_str(target),
                  ": the target does not broadcast to it"));
+  if (out.dtype() != g.dtype() &&
+      !(out.dtype() == DType::F32 && (g.dtype() == DType::F16 || g.dtype() == DType::BF16)))
+    ctx.fail(cat("cannot sum ", dtype_name(g.dtype()), " into ", dtype_name(out.dtype())));
   const auto strides = cpu::contiguous_strides(g.shape());
   ReducePlan p;
   p.outputs = 1;
@@ -42,8 +45,8 @@ void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out) {
     ++rank;
     (reduced ? p.count : p.outputs) *= gd;
   }
-  launch_reduce(ReduceOp::Sum, elem_type(g.dtype()), g.raw_data(), out.raw_data(), p,
-                stream_of(ctx));
+  launch_reduce(ReduceOp::Sum, elem_type(g.dtype()), elem_type(out.dtype()), g.raw_data(),
+                out.raw_data(), p, stream_of(ctx));
 }
 
 namespace {

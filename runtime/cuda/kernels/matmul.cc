@@ -147,6 +147,14 @@ class GemmKernel : public OpKernel {
 // C[i] = alpha·A'[i]·B'[i] + beta·C[i] for i < batch, element strides sa/sb/sc between matrices.
 void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const void* A, int64_t sa,
           const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
+  gemm(ctx, t, t, g, alpha, A, sa, B, sb, beta, C, sc, batch);
+}
+
+// The same with C in `tc` (t, or F32 for F16/BF16 operands).
+void gemm(KernelContext& ctx, DType t, DType tc, const GemmShape& g, float alpha, const void* A,
+          int64_t sa, const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
+  if (tc != t && !(tc == DType::F32 && (t == DType::F16 || t == DType::BF16)))
+    ctx.fail(cat("a GEMM of ", dtype_name(t), " operands cannot write ", dtype_name(tc)));
   if (g.M == 0 || g.N == 0 || batch == 0) return;
   const cudaDataType_t ct = cuda_type(t);
   const int lda = static_cast<int>(g.ta ? g.M : g.K);
@@ -154,7 +162,7 @@ void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const vo
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cuda_context(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(g.N), static_cast<int>(g.M), static_cast<int>(g.K), &alpha, B, ct, ldb, sb,
-      A, ct, lda, sa, &beta, C, ct, static_cast<int>(g.N), sc, static_cast<int>(batch),
+      A, ct, lda, sa, &beta, C, cuda_type(tc), static_cast<int>(g.N), sc, static_cast<int>(batch),
       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

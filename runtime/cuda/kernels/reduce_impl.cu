@@ -22,8 +22,8 @@ __device__ __forceinline__ int64_t decompose(int64_t i, int rank, const int64_t*
 
 // One block per output element; threads stride over the reduced elements. LogSumExp makes a
 // first pass for the maximum (exp(x − max) cannot overflow).
-template <ReduceOp Op, class T>
-__global__ void reduce_kernel(const T* x, T* y, ReducePlan p) {
+template <ReduceOp Op, class T, class TY>
+__global__ void reduce_kernel(const T* x, TY* y, ReducePlan p) {
   for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
     const T* xb = x + decompose(o, p.kept_rank, p.kept_dims, p.kept_strides);
     auto at = [&](int64_t r) {
@@ -63,17 +63,25 @@ __global__ void reduce_kernel(const T* x, T* y, ReducePlan p) {
       if constexpr (Op == ReduceOp::LogSum) acc = logf(acc);
       if constexpr (Op == ReduceOp::LogSumExp) acc = logf(acc) + shift;
     }
-    if (threadIdx.x == 0) y[o] = from_float<T>(acc);
+    if (threadIdx.x == 0) y[o] = from_float<TY>(acc);
   }
 }
 
+// Y in X's type, or in float (ty == F32) for any float X.
 template <ReduceOp Op>
-void launch_op(ElemType t, const void* x, void* y, const ReducePlan& p, cudaStream_t s) {
+void launch_op(ElemType t, ElemType ty, const void* x, void* y, const ReducePlan& p,
+               cudaStream_t s) {
   const int threads = p.count >= 2048 ? 256 : (p.count >= 256 ? 128 : 32);
   const unsigned blocks = static_cast<unsigned>(p.outputs < 65535 * 4 ? p.outputs : 65535 * 4);
+  if (ty != t && ty != ElemType::F32) bad_type("Reduce (output)", ty);
   dispatch_float(t, "Reduce", [&](auto tag) {
     using T = decltype(tag);
-    reduce_kernel<Op, T><<<blocks, threads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), p);
+    if (ty == t)
+      reduce_kernel<Op, T, T>
+          <<<blocks, threads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), p);
+    else
+      reduce_kernel<Op, T, float>
+          <<<blocks, threads, 0, s>>>(static_cast<const T*>(x), static_cast<float*>(y), p);
   });
 }
 
@@ -254,18 +262,23 @@ void launch_reduce_xy_grad(XYGrad kind, ElemType t, const void* dy, const void* 
 
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& p,
                    cudaStream_t s) {
+  launch_reduce(op, t, t, x, y, p, s);
+}
+
+void launch_reduce(ReduceOp op, ElemType t, ElemType ty, const void* x, void* y,
+                   const ReducePlan& p, cudaStream_t s) {
   if (p.outputs == 0) return;
   switch (op) {
-    case ReduceOp::Sum: launch_op<ReduceOp::Sum>(t, x, y, p, s); break;
-    case ReduceOp::Mean: launch_op<ReduceOp::Mean>(t, x, y, p, s); break;
-    case ReduceOp::Max: launch_op<ReduceOp::Max>(t, x, y, p, s); break;
-    case ReduceOp::Min: launch_op<ReduceOp::Min>(t, x, y, p, s); break;
-    case ReduceOp::Prod: launch_op<ReduceOp::Prod>(t, x, y, p, s); break;
-    case ReduceOp::SumSquare: launch_op<ReduceOp::SumSquare>(t, x, y, p, s); break;
-    case ReduceOp::L1: launch_op<ReduceOp::L1>(t, x, y, p, s); break;
-    case ReduceOp::L2: launch_op<ReduceOp::L2>(t, x, y, p, s); break;
-    case ReduceOp::LogSum: launch_op<ReduceOp::LogSum>(t, x, y, p, s); break;
-    case ReduceOp::LogSumExp: launch_op<ReduceOp::LogSumExp>(t, x, y, p, s); break;
+    case ReduceOp::Sum: launch_op<ReduceOp::Sum>(t, ty, x, y, p, s); break;
+    case ReduceOp::Mean: launch_op<ReduceOp::Mean>(t, ty, x, y, p, s); break;
+    case ReduceOp::Max: launch_op<ReduceOp::Max>(t, ty, x, y, p, s); break;
+    case ReduceOp::Min: launch_op<ReduceOp::Min>(t, ty, x, y, p, s); break;
+    case ReduceOp::Prod: launch_op<ReduceOp::Prod>(t, ty, x, y, p, s); break;
+    case ReduceOp::SumSquare: launch_op<ReduceOp::SumSquare>(t, ty, x, y, p, s); break;
+    case ReduceOp::L1: launch_op<ReduceOp::L1>(t, ty, x, y, p, s); break;
+    case ReduceOp::L2: launch_op<ReduceOp::L2>(t, ty, x, y, p, s); break;
+    case ReduceOp::LogSum: launch_op<ReduceOp::LogSum>(t, ty, x, y, p, s); break;
+    case ReduceOp::LogSumExp: launch_op<ReduceOp::LogSumExp>(t, ty, x, y, p, s); break;
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -30,6 +30,10 @@ struct ReducePlan {
 };
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
                    cudaStream_t s);
+// The same with Y stored in `ty`: t, or F32 for F16/BF16 X (the FP32 bias gradients of the
+// weight-gradient ops with grad_type = FLOAT: the FP32 accumulator stored without rounding).
+void launch_reduce(ReduceOp op, ElemType t, ElemType ty, const void* x, void* y,
+                   const ReducePlan& plan, cudaStream_t s);
 
 // ReduceXYGrad, the gradient of the reductions whose dX needs X and Y (formulas and tie rules in
 // runtime/cpu/kernels/grad_reduce.cc), in two launches:

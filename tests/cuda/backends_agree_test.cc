@@ -328,6 +328,13 @@ const std::vector<Case>& cases() {
     v.push_back({"ConvTransposeGrad", 1, ct_shape,
                  {flt({1, 3, 8, 7}), flt({1, 2, 3, 3}), flt({2, 3, 3, 3})}, 3, all,
                  "output_shape"});
+    {
+      // grad_type = 1: dW, dB in F32 (CUDA's dW: cuDNN writes F16/BF16, then widened).
+      auto attrs = ct_pads;
+      attrs["grad_type"] = attr_i(1);
+      v.push_back({"ConvTransposeGrad", 1, attrs,
+                   {flt({2, 3, 6, 6}), flt({2, 4, 3, 3}), flt({4, 3, 3, 3})}, 3, all, "grad_type"});
+    }
     v.push_back({"InstanceNormalization", 6, {}, {flt({2, 3, 4, 5}), flt({3}), flt({3})}});
     v.push_back({"InstanceNormalization", 6, {{"epsilon", attr_f(1e-3f)}},
                  {flt({2, 3, 7}), flt({3}), flt({3})}, 1, all, "1-D"});

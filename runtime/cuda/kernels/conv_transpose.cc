@@ -12,6 +12,10 @@
 //   dB[m] = Σ_{n, spatial} dY[n, m, ...]                 (cudnnConvolutionBackwardBias)
 // FP32 accumulation; F16/BF16 on tensor cores, F32 without TF32 (cudnn_desc.h). Algorithms are
 // chosen once per (X, W, dtype) and cached in the kernel; workspaces from CudaContext::scratch.
+// grad_type = 1 (FLOAT; runtime/grad_type.h) with F16/BF16 operands, as ConvGrad in conv.cc: dB
+// is the FP32 Sum reduction of dY stored in F32 unrounded; dW is computed by cuDNN in the operand
+// type (its legacy backward-filter API writes dW in X's type: FP32 accumulation, one rounding)
+// into scratch and widened to F32 by one cast kernel.
 //
 // Padding: cuDNN pads both ends by the begin padding p. Along an axis, the Conv over Y (length
 // `out`, dilated kernel extent dk) then has floor((out + 2p − dk)/stride) + 1 windows, starting at
@@ -35,7 +39,9 @@
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
+#include "runtime/grad_type.h"
 
 namespace oat::cuda {
 
@@ -203,7 +209,8 @@ class ConvTransposeKernel : public OpKernel {
 // ConvTransposeGrad(dY, X, W) -> (dX, dW, dB), each only when the graph asks for it.
 class ConvTransposeGradKernel : public OpKernel {
  public:
-  explicit ConvTransposeGradKernel(const Node& n) : attrs_(n) {}
+  explicit ConvTransposeGradKernel(const Node& n)
+      : attrs_(n), fp32_weight_grads_(weight_grads_in_fp32(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -222,12 +229,21 @@ class ConvTransposeGradKernel : public OpKernel {
                    shape_str(p.y_shape), " of X ", shape_str(x.shape()), " and W ",
                    shape_str(w.shape())));
     CudaContext& cc = cuda_context(ctx);
+    // grad_type FLOAT with F16/BF16 operands: dW and dB in F32 (F32 operands: nothing changes).
+    const bool widen = fp32_weight_grads_ && x.dtype() != DType::F32;
+    const DType wt = widen ? DType::F32 : x.dtype();
     if (ctx.output_requested(2)) {
-      Tensor& db = ctx.allocate_output(2, x.dtype(), {p.y_shape[1]});
+      const int64_t M = p.y_shape[1];
+      Tensor& db = ctx.allocate_output(2, wt, {M});
       if (db.numel() > 0 && dy.numel() == 0) zero_fill(ctx, db);
-      if (dy.numel() > 0)
+      if (dy.numel() > 0 && widen) {
+        // dY as [N, M, S] summed to [M, 1]: the FP32 accumulator stored in the F32 dB.
+        Tensor target = db.reshaped({M, 1});
+        sum_to_shape_into(ctx, dy.reshaped({dy.dim(0), M, dy.numel() / (dy.dim(0) * M)}), target);
+      } else if (dy.numel() > 0) {
         CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
                                                  &kZero, p.bias.get(), db.raw_data()));
+      }
     }
     if (ctx.output_requested(0)) {
       Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -240,19 +256,26 @@ class ConvTransposeGradKernel : public OpKernel {
       }
     }
     if (ctx.output_requested(1)) {
-      Tensor& dw = ctx.allocate_output(1, x.dtype(), w.shape());
+      Tensor& dw = ctx.allocate_output(1, wt, w.shape());
       if (dw.numel() > 0 && p.empty) zero_fill(ctx, dw);
       if (!p.empty) {
+        // cuDNN writes dW in X's type: with `widen`, into scratch, then one cast to F32.
+        Tensor dw_low = widen ? Tensor(x.dtype(), w.shape(), Device::CUDA) : dw;
         Tensor ws = cc.scratch(p.grad_w.workspace);
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.x.get(), x.raw_data(), p.conv.get(),
-            p.grad_w.algo, ws.raw_data(), p.grad_w.workspace, &kZero, p.w.get(), dw.raw_data()));
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
+                                                   p.x.get(), x.raw_data(), p.conv.get(),
+                                                   p.grad_w.algo, ws.raw_data(), p.grad_w.workspace,
+                                                   &kZero, p.w.get(), dw_low.raw_data()));
+        if (widen)
+          launch_cast(elem_type(x.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
+                      dw.numel(), stream_of(ctx));
       }
     }
   }
 
  private:
   ConvTransposeAttrs attrs_;
+  bool fp32_weight_grads_;  // grad_type = FLOAT
   PlanCache plans_;
 };
 

@@ -248,20 +248,12 @@ class PadGradKernel : public OpKernel {
     const Shape xs = shape_input(ctx, 1);
     const int r = static_cast<int>(xs.size());
     const std::vector<int64_t> pads = from_attrs_ ? pads_attr_ : ctx.input(2).to_int_vector();
-    std::vector<int64_t> axes = from_attrs_ ? std::vector<int64_t>{} : optional_ints(ctx, 3);
-    if (axes.empty())
-      for (int d = 0; d < r; ++d) axes.push_back(d);
-    const size_t k = axes.size();
-    if (pads.size() != 2 * k)
-      ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
-                   shape_str(xs)));
-    std::vector<int64_t> begin(r, 0);
+    const std::vector<int64_t> axes =
+        from_attrs_ ? std::vector<int64_t>{} : optional_ints(ctx, 3);
+    const PadAmounts pa = pad_amounts(ctx, xs, pads, axes);
+    const std::vector<int64_t>& begin = pa.begin;
     Shape out = xs;
-    for (size_t i = 0; i < k; ++i) {
-      const int a = normalize_axis(ctx, axes[i], r, "pad axis");
-      begin[a] = pads[i];
-      out[a] = xs[a] + pads[i] + pads[i + k];
-    }
+    for (int d = 0; d < r; ++d) out[d] = xs[d] + pa.begin[d] + pa.end[d];
     expect_shape(ctx, dy, out, "the padded input");
     Tensor& dx = zero_output(ctx, dy.dtype(), xs);
     if (dx.numel() == 0 || dy.numel() == 0) return;

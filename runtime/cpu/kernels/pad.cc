@@ -36,19 +36,11 @@ class PadKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const int r = x.rank();
     std::vector<int64_t> pads = from_attrs_ ? pads_attr_ : ctx.input(1).to_int_vector();
-    std::vector<int64_t> axes = from_attrs_ ? std::vector<int64_t>{} : optional_ints(ctx, 3);
-    if (axes.empty())
-      for (int d = 0; d < r; ++d) axes.push_back(d);
-    const size_t k = axes.size();
-    if (pads.size() != 2 * k)
-      ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
-                   shape_str(x.shape())));
-    std::vector<int64_t> begin(r, 0), end(r, 0);
-    for (size_t i = 0; i < k; ++i) {
-      const int a = normalize_axis(ctx, axes[i], r, "pad axis");
-      begin[a] = pads[i];
-      end[a] = pads[i + k];
-    }
+    const std::vector<int64_t> axes =
+        from_attrs_ ? std::vector<int64_t>{} : optional_ints(ctx, 3);
+    const PadAmounts pa = pad_amounts(ctx, x.shape(), pads, axes);
+    const std::vector<int64_t>& begin = pa.begin;
+    const std::vector<int64_t>& end = pa.end;
     Shape out(r);
     for (int d = 0; d < r; ++d) {
       out[d] = x.shape()[d] + begin[d] + end[d];

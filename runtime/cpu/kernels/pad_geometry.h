@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/cpu/kernels/movement.h"
 #include "runtime/graph.h"
 
 namespace oat::cpu {
@@ -76,6 +77,29 @@ inline InverseMap invert_pad_map(const std::vector<int64_t>& map, int64_t n) {
   for (int64_t i = 0; i < static_cast<int64_t>(map.size()); ++i)
     if (map[i] >= 0) inv.pos[fill[map[i]]++] = i;
   return inv;
+}
+
+// Pad amounts per axis of an input of shape xs (Pad, PadGrad; CPU and CUDA): `pads` holds 2
+// entries per padded axis (begins, then ends), `axes` the padded axes (empty: all).
+struct PadAmounts {
+  std::vector<int64_t> begin, end;
+};
+inline PadAmounts pad_amounts(const KernelContext& ctx, const Shape& xs,
+                              const std::vector<int64_t>& pads, std::vector<int64_t> axes) {
+  const int r = static_cast<int>(xs.size());
+  if (axes.empty())
+    for (int d = 0; d < r; ++d) axes.push_back(d);
+  const size_t k = axes.size();
+  if (pads.size() != 2 * k)
+    ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
+                 shape_str(xs)));
+  PadAmounts p{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 0)};
+  for (size_t i = 0; i < k; ++i) {
+    const int a = normalize_axis(ctx, axes[i], r, "pad axis");
+    p.begin[a] = pads[i];
+    p.end[a] = pads[i + k];
+  }
+  return p;
 }
 
 }  // namespace oat::cpu

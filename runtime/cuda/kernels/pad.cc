@@ -26,28 +26,12 @@ namespace {
 
 using cpu::PadMode;
 
-// Pad amounts per axis of an input of shape xs: `pads` holds 2 entries per padded axis (begins,
-// then ends), `axes` the padded axes (empty: all).
-struct PadAmounts {
-  std::vector<int64_t> begin, end;
-};
-PadAmounts pad_amounts(const KernelContext& ctx, const Shape& xs, const std::vector<int64_t>& pads,
-                       std::vector<int64_t> axes) {
+// cpu::pad_amounts (pad_geometry.h) with the CUDA kernels' rank limit.
+cpu::PadAmounts pad_amounts(const KernelContext& ctx, const Shape& xs,
+                            const std::vector<int64_t>& pads, const std::vector<int64_t>& axes) {
   const int r = static_cast<int>(xs.size());
   if (r > kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
-  if (axes.empty())
-    for (int d = 0; d < r; ++d) axes.push_back(d);
-  const size_t k = axes.size();
-  if (pads.size() != 2 * k)
-    ctx.fail(cat("pads ", shape_str(pads), " need 2 entries per padded axis (", k, ") of input ",
-                 shape_str(xs)));
-  PadAmounts p{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 0)};
-  for (size_t i = 0; i < k; ++i) {
-    const int a = norm_axis(ctx, axes[i], r);
-    p.begin[a] = pads[i];
-    p.end[a] = pads[i + k];
-  }
-  return p;
+  return cpu::pad_amounts(ctx, xs, pads, axes);
 }
 
 class PadKernel : public OpKernel {
@@ -65,7 +49,7 @@ class PadKernel : public OpKernel {
         from_attrs_ ? pads_attr_ : host_input(ctx, 1).to_int_vector();
     std::vector<int64_t> axes;
     if (!from_attrs_ && ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
-    const PadAmounts pa = pad_amounts(ctx, x.shape(), pads, axes);
+    const cpu::PadAmounts pa = pad_amounts(ctx, x.shape(), pads, axes);
     const std::vector<int64_t>& begin = pa.begin;
     const std::vector<int64_t>& end = pa.end;
     Shape out(r);
@@ -149,7 +133,7 @@ class PadGradKernel : public OpKernel {
         from_attrs_ ? pads_attr_ : host_input(ctx, 2).to_int_vector();
     std::vector<int64_t> axes;
     if (!from_attrs_ && ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
-    const PadAmounts pa = pad_amounts(ctx, xs, pads, axes);
+    const cpu::PadAmounts pa = pad_amounts(ctx, xs, pads, axes);
     Shape out = xs;
     for (int d = 0; d < r; ++d) out[d] = xs[d] + pa.begin[d] + pa.end[d];
     if (dy.shape() != out)

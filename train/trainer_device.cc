@@ -136,15 +136,6 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
 
 void Trainer::try_capture() {
   DeviceRun& d = *dev_;
-  // Dropout in training mode draws a new mask each step from a generator its kernel advances on
-  // the host; a replay would repeat the captured mask.
-  for (const Node& n : tg_.graph.nodes)
-    if (n.op == OpId::Dropout && n.inputs.size() > 2 && !n.inputs[2].empty()) {
-      graph_status_ = cat("off (", n.describe(), " runs in training mode: a replay would repeat "
-                          "its mask)");
-      if (cfg_.progress) std::cerr << "CUDA graph: " << graph_status_ << "; running eagerly\n";
-      return;
-    }
   try {
     d.dc->begin_capture();
     // Recorded, not run: the step just run eagerly is not repeated.

@@ -8,6 +8,7 @@ void register_kernels(KernelRegistry& r) {
   register_elementwise(r);
   register_matmul(r);
   register_shape(r);
+  register_dropout(r);
   register_movement(r);
   register_pad(r);
   register_softmax(r);

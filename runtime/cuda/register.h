@@ -9,6 +9,7 @@ namespace oat::cuda {
 void register_elementwise(KernelRegistry& r);  // kernels/elementwise.cc: binary, unary, Cast
 void register_matmul(KernelRegistry& r);       // kernels/matmul.cc: MatMul Gemm (cuBLAS)
 void register_shape(KernelRegistry& r);        // kernels/shape.cc: views, Shape, Size
+void register_dropout(KernelRegistry& r);      // kernels/dropout.cc: Dropout
 void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose Concat Expand ...
 void register_pad(KernelRegistry& r);          // kernels/pad.cc: Pad
 void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax

@@ -193,10 +193,21 @@ const std::vector<Case>& cases() {
     v.push_back({"IsNaN", 13, {}, {flt({3, 4})}});
     v.push_back({"IsInf", 10, {}, {huge({3, 4})}});
     v.push_back({"Not", 1, {}, {bools({3, 4})}, 1, {DType::Bool}});
-    // Dropout in inference (no training mode: Y = X, mask all true); training mode has no CUDA
-    // kernel (runtime/cuda/README.md).
+    // Dropout: inference (Y = X, mask all true), and training, where both backends draw the same
+    // mask (numpy's MT19937 stream from the seed; the CUDA kernel draws it in a host function).
+    // Before opset 10 the mask is in X's dtype; opset 6 trains when is_test = 0.
     v.push_back({"Dropout", 13, {}, {flt({3, 5})}, 2, {DType::F32, DType::F16, DType::BF16},
                  "inference"});
+    v.push_back({"Dropout", 7, {}, {flt({3, 5})}, 2, {DType::F32, DType::F16, DType::BF16},
+                 "inference, opset 7 (mask in X's dtype)"});
+    {
+      In ratio = vals({}, {0.3f});
+      ratio.keep_f32 = true;
+      v.push_back({"Dropout", 13, {{"seed", attr_i(7)}}, {flt({4, 33}), ratio, all_true({})}, 2,
+                   {DType::F32, DType::F16, DType::BF16}, "training"});
+    }
+    v.push_back({"Dropout", 6, {{"seed", attr_i(3)}, {"ratio", attr_f(0.25f)}}, {flt({3, 17})},
+                 2, {DType::F32, DType::F16, DType::BF16}, "training, opset 6 (mask in X's dtype)"});
     for (const char* op : {"And", "Or", "Xor"})
       v.push_back({op, 7, {}, {bools({3, 4}), bools({4})}, 1, {DType::Bool}});
     v.push_back({"Shape", 15, {{"start", attr_i(1)}}, {flt({2, 3, 4})}});

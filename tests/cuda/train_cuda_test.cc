@@ -53,9 +53,30 @@ struct RunResult {
   std::string graph;
 };
 
+// models::mlp(1) with Dropout (ratio 0.5, seed 5) after its first Relu.
+Graph mlp_with_dropout() {
+  Graph g = models::mlp(1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op != OpId::Relu) continue;
+    Node d;
+    d.name = "drop";
+    d.op_type = "Dropout";
+    d.op = OpId::Dropout;
+    d.opset = 13;
+    d.attrs["seed"].kind = Attribute::Kind::Int;
+    d.attrs["seed"].i = 5;
+    d.outputs = {g.nodes[i].outputs[0]};
+    g.nodes[i].outputs[0] += ".pre_dropout";
+    d.inputs = {g.nodes[i].outputs[0]};
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, d);
+    return g;
+  }
+  throw Error("mlp has no Relu");
+}
+
 RunResult train_mlp(Device device, bool graph, const std::string& precision, int64_t samples,
-                    double init_scale = 65536.0) {
-  const Graph model = models::mlp(1);
+                    double init_scale = 65536.0, bool dropout = false) {
+  const Graph model = dropout ? mlp_with_dropout() : models::mlp(1);
   train::TrainerConfig cfg;
   cfg.epochs = 2;
   cfg.batch = 32;
@@ -128,6 +149,28 @@ TEST_CASE("Trainer on CUDA: FP32 steps follow the CPU reference; the CUDA graph 
   CHECK(state_error(eager, cpu) < 1e-4);
   CHECK(state_error(graph, eager) == 0.0);
   CHECK(graph.optimizer_step == 8);
+}
+
+TEST_CASE("Trainer on CUDA: training-mode Dropout draws the CPU's masks, also in a CUDA graph") {
+  // The CPU draws mask k of the run from the seed's MT19937 stream; the CUDA kernel draws the same
+  // stream in a host function that the graph replays, so eager, graph and CPU keep the same units.
+  const RunResult cpu = train_mlp(Device::CPU, false, "fp32", 100, 65536.0, true);
+  REQUIRE(cpu.losses.size() == 8);
+  const RunResult cpu_plain = train_mlp(Device::CPU, false, "fp32", 100);
+  CHECK(cpu.losses[0] != cpu_plain.losses[0]);  // the Dropout node is in the graph and drops
+  if (!have_gpu()) return;
+  const RunResult eager = train_mlp(Device::CUDA, false, "fp32", 100, 65536.0, true);
+  const RunResult graph = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, true);
+  CHECK(graph.graph == "on");
+  REQUIRE(eager.losses.size() == 8);
+  REQUIRE(graph.losses.size() == 8);
+  for (size_t i = 0; i < cpu.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
+    CHECK(graph.losses[i] == eager.losses[i]);
+  }
+  CHECK(state_error(eager, cpu) < 1e-4);
+  CHECK(state_error(graph, eager) == 0.0);
 }
 
 TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the CPU emulation") {

@@ -1,17 +1,13 @@
 // Generators: Constant, ConstantOfShape, Range, Dropout. F16/BF16: Constant and ConstantOfShape
 // copy their value's bits; Range runs in float on float copies and rounds each element once;
-// Dropout scales in float and rounds once. Cast and CastLike are in cast.cc and
-// register from register_generator().
-//
-// Dropout's training mode draws its mask like the ONNX reference (numpy's legacy generator:
-// np.random.seed(seed); u = np.random.uniform(0, 1, X.shape)): MT19937 seeded with `seed`
-// (std::mt19937's seeding is numpy's init_genrand), and u = (a*2^26 + b) / 2^53 from two 32-bit
-// draws a>>5, b>>6, element by element in row-major order. Each kernel owns one generator,
-// seeded once, so successive training steps draw fresh masks and a run is reproducible.
+// Dropout scales in float and rounds once; its training mask is numpy's MT19937 stream, as the
+// ONNX reference draws it (dropout_mask.h, shared with the CUDA kernel). Cast and CastLike are in
+// cast.cc and register from register_generator().
 #include <cmath>
 #include <random>
 #include <type_traits>
 
+#include "runtime/cpu/kernels/dropout_mask.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
@@ -104,59 +100,35 @@ void range(KernelContext& ctx) {
 }
 
 // Dropout: inference (default, or training_mode false, or ratio 0) is Y = X with mask all true.
-// Training: mask = u >= ratio with u ~ U[0, 1) (see the top of the file), Y = mask ? X / (1 -
-// ratio) : 0. The ratio is input 1 from opset 12 (default 0.5) and an attribute before; training
-// mode is input 2 from opset 12, is_test == 0 before opset 7, and off for opsets 7-11. The mask is
-// bool from opset 10 and X's dtype before.
+// Training: keep = u >= ratio with u ~ U[0, 1) (dropout_mask.h), Y = keep ? X / (1 - ratio) : 0.
+// Mode, ratio and mask dtype by opset: dropout_mode in dropout_mask.h.
 template <class T>
 class DropoutKernel : public OpKernel {
  public:
-  explicit DropoutKernel(const Node& n)
-      : ratio_attr_(n.attr_float("ratio", 0.5f)),
-        old_training_(n.opset < 7 && n.attr_int("is_test", 0) == 0),
-        gen_(static_cast<std::mt19937::result_type>(
-            n.has_attr("seed") ? n.attr_int("seed", 0)
-                               : static_cast<int64_t>(std::hash<std::string>{}(n.name)))) {}
+  explicit DropoutKernel(const Node& n) : gen_(dropout_generator(n)) {}
 
   void compute(KernelContext& ctx) override {
-    const Node& n = ctx.node();
     const Tensor& x = ctx.input(0);
-    double ratio = ratio_attr_;
-    bool training = old_training_;
-    if (n.opset >= 12) {
-      if (const Tensor* r = ctx.input_or_null(1)) ratio = r->item_as_double();
-      if (const Tensor* t = ctx.input_or_null(2)) training = t->item_as_int() != 0;
-    }
-    if (ratio < 0 || ratio > 1) ctx.fail(cat("ratio ", ratio, " is outside [0, 1]"));
-    const DType mask_dtype = n.opset >= 10 ? DType::Bool : x.dtype();
+    const DropoutMode mode = dropout_mode(ctx, ctx.input_or_null(1), ctx.input_or_null(2));
     const bool want_mask = ctx.output_requested(1);
     const int64_t count = x.numel();
-    if (!training || ratio == 0) {
+    std::vector<uint8_t> keep;  // all true unless drawn
+    if (mode.drops() || want_mask) keep.assign(static_cast<size_t>(count), 1);
+    if (!mode.drops()) {
       ctx.set_output(0, x);
-      if (want_mask) {
-        Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
-        dispatch_dtype(mask_dtype, [&](auto tag) {
-          using M = decltype(tag);
-          std::fill(m.data<M>(), m.data<M>() + count, M(1));
-        });
-      }
-      return;
-    }
-    const T* src = x.data<T>();
-    T* y = ctx.allocate_output(0, x.dtype(), x.shape()).template data<T>();
-    std::vector<uint8_t> keep(static_cast<size_t>(count));
-    // F16/BF16: x·scale in float, rounded once (the scale itself is not rounded to 16 bits).
-    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const C scale = static_cast<C>(1.0 / (1.0 - ratio));
-    for (int64_t i = 0; i < count; ++i) {
-      const uint32_t a = gen_() >> 5, b = gen_() >> 6;
-      const double u = (a * 67108864.0 + b) / 9007199254740992.0;
-      keep[i] = u >= ratio;
-      y[i] = keep[i] ? static_cast<T>(static_cast<C>(src[i]) * scale) : T(0);
+    } else {
+      draw_dropout_keep(gen_, mode.ratio, count, keep.data());
+      const T* src = x.data<T>();
+      T* y = ctx.allocate_output(0, x.dtype(), x.shape()).template data<T>();
+      // F16/BF16: x·scale in float, rounded once (the scale itself is not rounded to 16 bits).
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const C scale = static_cast<C>(1.0 / (1.0 - mode.ratio));
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = keep[i] ? static_cast<T>(static_cast<C>(src[i]) * scale) : T(0);
     }
     if (want_mask) {
-      Tensor& m = ctx.allocate_output(1, mask_dtype, x.shape());
-      dispatch_dtype(mask_dtype, [&](auto tag) {
+      Tensor& m = ctx.allocate_output(1, mode.mask_dtype, x.shape());
+      dispatch_dtype(mode.mask_dtype, [&](auto tag) {
         using M = decltype(tag);
         M* md = m.data<M>();
         for (int64_t i = 0; i < count; ++i) md[i] = M(keep[i]);
@@ -165,8 +137,6 @@ class DropoutKernel : public OpKernel {
   }
 
  private:
-  float ratio_attr_;
-  bool old_training_;
   std::mt19937 gen_;
 };
 

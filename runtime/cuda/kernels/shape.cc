@@ -1,8 +1,8 @@
 // Shape kernels on CUDA. Reshape, Flatten, Squeeze and Unsqueeze only re-label X's storage, so
 // the CPU kernels run unchanged on the device tensor (their shape/axes inputs are read on the
 // host); Shape and Size read metadata and return host I64 tensors, so the shape arithmetic that
-// follows runs on the host (CudaContext::placement). Identity shares storage; Dropout in
-// inference is Identity with an all-true mask.
+// follows runs on the host (CudaContext::placement). Identity shares storage. (Dropout is
+// in dropout.cc.)
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/register.h"
 
@@ -43,19 +43,6 @@ class MetadataKernel : public OpKernel {
 
 void identity(KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }
 
-// Dropout(X, ratio?, training_mode?): inference only here (training needs the RNG kernel).
-void dropout(KernelContext& ctx) {
-  if (ctx.has_input(2) && host_input(ctx, 2).item_as_double() != 0.0)
-    ctx.fail("Dropout in training mode has no CUDA kernel yet (inference only)");
-  const Tensor& x = ctx.input(0);
-  ctx.set_output(0, x);
-  if (ctx.output_requested(1)) {
-    Tensor& mask = ctx.allocate_output(1, DType::Bool, x.shape());
-    if (mask.nbytes())
-      CUDA_CHECK(cudaMemsetAsync(mask.raw_data(), 1, mask.nbytes(), stream_of(ctx)));
-  }
-}
-
 }  // namespace
 
 void register_shape(KernelRegistry& r) {
@@ -63,7 +50,6 @@ void register_shape(KernelRegistry& r) {
                   OpId::Size})
     r.add(op, Device::CUDA, kAnyDType, kernel_factory<MetadataKernel>());
   r.add(OpId::Identity, Device::CUDA, kAnyDType, function_kernel(identity));
-  add_floats(r, OpId::Dropout, function_kernel(dropout));
 }
 
 }  // namespace oat::cuda

@@ -1,0 +1,64 @@
+// Dropout's mode and mask, shared by the CPU kernel (generator.cc) and the CUDA kernel
+// (runtime/cuda/kernels/dropout.cc), which draws the same mask on the host: for the same seed both
+// backends keep the same elements.
+//
+// The mask follows the ONNX reference (numpy's legacy generator: np.random.seed(seed);
+// u = np.random.uniform(0, 1, X.shape); keep = u >= ratio): MT19937 seeded with `seed`
+// (std::mt19937's seeding is numpy's init_genrand), u = (a·2^26 + b) / 2^53 from two 32-bit draws
+// a = w0 >> 5, b = w1 >> 6, element by element in row-major order. Each kernel owns one generator,
+// seeded once, so successive training steps draw fresh masks and a run is reproducible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "runtime/graph.h"
+#include "runtime/kernel.h"
+
+namespace oat::cpu {
+
+// The generator of a Dropout node: seeded with its 'seed' attribute, else a hash of its name.
+inline std::mt19937 dropout_generator(const Node& n) {
+  return std::mt19937(static_cast<std::mt19937::result_type>(
+      n.has_attr("seed") ? n.attr_int("seed", 0)
+                         : static_cast<int64_t>(std::hash<std::string>{}(n.name))));
+}
+
+struct DropoutMode {
+  double ratio = 0.5;
+  bool training = false;
+  DType mask_dtype = DType::Bool;
+  bool drops() const { return training && ratio != 0; }  // else Y = X, mask all true
+};
+
+// The ratio is input 1 from opset 12 (default 0.5) and an attribute before; training mode is
+// input 2 from opset 12, is_test == 0 before opset 7, and off for opsets 7-11. The mask is bool
+// from opset 10 and X's dtype before. `ratio` and `training` are host tensors or null. A ratio
+// outside [0, 1] fails naming the node.
+inline DropoutMode dropout_mode(const KernelContext& ctx, const Tensor* ratio,
+                                const Tensor* training) {
+  const Node& n = ctx.node();
+  DropoutMode m;
+  m.ratio = n.attr_float("ratio", 0.5f);
+  m.training = n.opset < 7 && n.attr_int("is_test", 0) == 0;
+  if (n.opset >= 12) {
+    if (ratio) m.ratio = ratio->item_as_double();
+    if (training) m.training = training->item_as_int() != 0;
+  }
+  if (m.ratio < 0 || m.ratio > 1) ctx.fail(cat("ratio ", m.ratio, " is outside [0, 1]"));
+  m.mask_dtype = n.opset >= 10 ? DType::Bool : ctx.input(0).dtype();
+  return m;
+}
+
+// keep[i] = (u_i >= ratio) for the next `count` uniforms of g (see the top of the file).
+inline void draw_dropout_keep(std::mt19937& g, double ratio, int64_t count, uint8_t* keep) {
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t a = g() >> 5, b = g() >> 6;
+    const double u = (a * 67108864.0 + b) / 9007199254740992.0;
+    keep[i] = u >= ratio;
+  }
+}
+
+}  // namespace oat::cpu

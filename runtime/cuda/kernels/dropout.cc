@@ -43,13 +43,13 @@ class DropoutKernel : public OpKernel {
     const cudaStream_t s = stream_of(ctx);
     stream_ = s;
     const bool mask_is_bool = mode.mask_dtype == DType::Bool;
+    if (!mode.drops()) ctx.set_output(0, x);
+    if (!mode.drops() && !want_mask) return;
     // The bool keep mask on the device: the mask output itself when that is bool.
     Tensor keep = want_mask && mask_is_bool
                       ? ctx.allocate_output(1, DType::Bool, x.shape())
                       : Tensor(DType::Bool, x.shape(), Device::CUDA);
     if (!mode.drops()) {
-      ctx.set_output(0, x);
-      if (!want_mask) return;
       if (count) CUDA_CHECK(cudaMemsetAsync(keep.raw_data(), 1, static_cast<size_t>(count), s));
     } else {
       Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());

@@ -23,8 +23,8 @@
 
 #include <Eigen/Core>
 #include <cmath>
-#include <optional>
 
+#include "runtime/cpu/kernels/loss_common.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/softmax.h"
 #include "runtime/cpu/register.h"
@@ -122,29 +122,6 @@ class SoftmaxGradKernel : public OpKernel {
 
 // ---- losses ------------------------------------------------------------------------------------
 
-enum class Reduction { None, Sum, Mean };
-
-struct LossGradAttrs {
-  Reduction reduction = Reduction::Mean;
-  std::optional<int64_t> ignore_index;
-};
-
-LossGradAttrs parse_attrs(const Node& n) {
-  LossGradAttrs a;
-  const std::string r = n.attr_string("reduction", "mean");
-  if (r == "none") {
-    a.reduction = Reduction::None;
-  } else if (r == "sum") {
-    a.reduction = Reduction::Sum;
-  } else if (r == "mean") {
-    a.reduction = Reduction::Mean;
-  } else {
-    throw Error(cat(n.describe(), ": reduction '", r, "' is not one of none, sum, mean"));
-  }
-  if (n.has_attr("ignore_index")) a.ignore_index = n.attr_int("ignore_index", -100);
-  return a;
-}
-
 // Per position j: the target t_j and coef_j = w_j·dL_j/ν (0 for ignored positions), after the
 // same checks as the forward kernels.
 template <class T>
@@ -155,29 +132,16 @@ struct LossCoefficients {
 };
 
 template <class T>
-LossCoefficients<T> loss_coefficients(const KernelContext& ctx, const LossGradAttrs& attrs,
+LossCoefficients<T> loss_coefficients(const KernelContext& ctx, const LossAttrs& attrs,
                                       const Shape& in_shape, const Tensor& dloss,
                                       const Tensor& target, const Tensor* weight) {
   LossCoefficients<T> k;
-  if (in_shape.size() < 2) ctx.fail(cat("input must be [N, C, ...], got ", shape_str(in_shape)));
+  const Shape want = loss_target_shape(ctx, in_shape, target);
   k.N = in_shape[0];
   k.C = in_shape[1];
-  Shape want(in_shape);
-  want.erase(want.begin() + 1);
-  if (target.shape() != want)
-    ctx.fail(cat("target ", shape_str(target.shape()), " does not match input ",
-                 shape_str(in_shape), " (expected ", shape_str(want), ")"));
   k.D = k.N > 0 ? target.numel() / k.N : 0;
-  if (target.dtype() == DType::I64) {
-    k.target.assign(target.data<int64_t>(), target.data<int64_t>() + target.numel());
-  } else if (target.dtype() == DType::I32) {
-    k.target.assign(target.data<int32_t>(), target.data<int32_t>() + target.numel());
-  } else {
-    ctx.fail(cat("target must be int32 or int64, got ", dtype_name(target.dtype())));
-  }
-  if (weight && (weight->rank() != 1 || weight->dim(0) != k.C || weight->dtype() != dtype_of<T>()))
-    ctx.fail(cat("weight ", dtype_name(weight->dtype()), " ", shape_str(weight->shape()),
-                 " must be ", dtype_name(dtype_of<T>()), " [", k.C, "]"));
+  k.target = target_indices(ctx, target);
+  check_loss_weight(ctx, weight, k.C, dtype_of<T>());
   const bool per_position = attrs.reduction == Reduction::None;
   if (per_position ? dloss.shape() != want : dloss.numel() != 1)
     ctx.fail(cat("loss gradient ", shape_str(dloss.shape()), " does not match reduction '",
@@ -213,7 +177,7 @@ LossCoefficients<T> loss_coefficients(const KernelContext& ctx, const LossGradAt
 template <class T>
 class NllLossGradKernel : public OpKernel {
  public:
-  explicit NllLossGradKernel(const Node& n) : attrs_(parse_attrs(n)) {}
+  explicit NllLossGradKernel(const Node& n) : attrs_(parse_loss_attrs(n)) {}
   void compute(KernelContext& ctx) override {
     const Tensor& dloss = ctx.input(0);
     const Shape xs = ctx.input(1).to_int_vector();
@@ -229,7 +193,7 @@ class NllLossGradKernel : public OpKernel {
   }
 
  private:
-  LossGradAttrs attrs_;
+  LossAttrs attrs_;
 };
 
 // dScores[n, c, d] = (softmax[n, c, d] − [c == t_j])·w_j·dL_j/ν
@@ -237,7 +201,7 @@ template <class T>
 class SoftmaxCrossEntropyLossGradKernel : public OpKernel {
  public:
   explicit SoftmaxCrossEntropyLossGradKernel(const Node& n)
-      : attrs_(parse_attrs(n)), from_scores_(n.attr_int("from_scores", 0) != 0) {}
+      : attrs_(parse_loss_attrs(n)), from_scores_(n.attr_int("from_scores", 0) != 0) {}
   void compute(KernelContext& ctx) override {
     const Tensor& dloss = ctx.input(0);
     const Tensor& x = ctx.input(1);  // log_prob, or the scores when from_scores
@@ -272,7 +236,7 @@ class SoftmaxCrossEntropyLossGradKernel : public OpKernel {
 
  private:
   using Block = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  LossGradAttrs attrs_;
+  LossAttrs attrs_;
   bool from_scores_;
 };
 

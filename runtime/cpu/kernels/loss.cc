@@ -7,8 +7,8 @@
 //   none: loss [N, d1, ...];  sum: Σ loss_j;  mean: Σ loss_j / Σ w_j (ONNX and PyTorch).
 // SoftmaxCrossEntropyLoss is NLL of log_prob = LogSoftmax(scores, axis 1); log_prob is its
 // optional second output. Sums run in double.
-#include <optional>
 
+#include "runtime/cpu/kernels/loss_common.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/softmax.h"
 #include "runtime/cpu/register.h"
@@ -16,52 +16,15 @@
 namespace oat::cpu {
 namespace {
 
-enum class Reduction { None, Sum, Mean };
-
-struct LossAttrs {
-  Reduction reduction;
-  std::optional<int64_t> ignore_index;
-};
-
-LossAttrs parse_loss_attrs(const Node& n) {
-  LossAttrs a;
-  const std::string r = n.attr_string("reduction", "mean");
-  if (r == "none") {
-    a.reduction = Reduction::None;
-  } else if (r == "sum") {
-    a.reduction = Reduction::Sum;
-  } else if (r == "mean") {
-    a.reduction = Reduction::Mean;
-  } else {
-    throw Error(cat(n.describe(), ": reduction '", r, "' is not one of none, sum, mean"));
-  }
-  if (n.has_attr("ignore_index")) a.ignore_index = n.attr_int("ignore_index", -100);
-  return a;
-}
-
-std::vector<int64_t> target_indices(const KernelContext& ctx, const Tensor& t) {
-  if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
-    ctx.fail(cat("target must be int32 or int64, got ", dtype_name(t.dtype())));
-  if (t.dtype() == DType::I64) return {t.data<int64_t>(), t.data<int64_t>() + t.numel()};
-  return {t.data<int32_t>(), t.data<int32_t>() + t.numel()};
-}
-
 // The NLL of `logp` [N, C, D...] against input `target_input`, written to output 0.
 template <class T>
 void nll(KernelContext& ctx, const LossAttrs& attrs, const T* logp, const Shape& in_shape,
          int target_input, int weight_input) {
   const Tensor& target = ctx.input(target_input);
   const Tensor* weight = ctx.input_or_null(weight_input);
-  if (in_shape.size() < 2) ctx.fail(cat("input must be [N, C, ...], got ", shape_str(in_shape)));
+  const Shape want = loss_target_shape(ctx, in_shape, target);
   const int64_t N = in_shape[0], C = in_shape[1];
-  Shape want(in_shape);
-  want.erase(want.begin() + 1);
-  if (target.shape() != want)
-    ctx.fail(cat("target ", shape_str(target.shape()), " does not match input ",
-                 shape_str(in_shape), " (expected ", shape_str(want), ")"));
-  if (weight && (weight->rank() != 1 || weight->dim(0) != C || weight->dtype() != dtype_of<T>()))
-    ctx.fail(cat("weight ", dtype_name(weight->dtype()), " ", shape_str(weight->shape()),
-                 " must be ", dtype_name(dtype_of<T>()), " [", C, "]"));
+  check_loss_weight(ctx, weight, C, dtype_of<T>());
   const T* w = weight ? weight->data<T>() : nullptr;
   const std::vector<int64_t> tgt = target_indices(ctx, target);
   const int64_t D = N > 0 ? target.numel() / N : 0;

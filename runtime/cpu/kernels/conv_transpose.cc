@@ -17,6 +17,7 @@
 #endif
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
+#include "runtime/cpu/kernels/grad_conv_backward.h"  // conv_transpose_window
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
@@ -57,7 +58,8 @@ class ConvTransposeKernel : public OpKernel {
       ctx.fail(cat("kernel_shape ", shape_str(attrs_.kernel_shape), " does not match W ",
                    shape_str(W.shape())));
     // The geometry of the equivalent Conv: its input is our output Y, its output is our X.
-    const Window3 w = transposed_window(ctx, X.shape(), kernel);
+    const Window3 w =
+        conv_transpose_window(ctx, attrs_, output_padding_, output_shape_, X.shape(), kernel);
 
     Shape y_shape = {N, M};
     for (int s = 3 - w.nd; s < 3; ++s) y_shape.push_back(w.in[s]);
@@ -96,48 +98,6 @@ class ConvTransposeKernel : public OpKernel {
   }
 
  private:
-  Window3 transposed_window(const KernelContext& ctx, const Shape& x_shape,
-                            const std::vector<int64_t>& kernel) const {
-    Window3 w = window_from_attrs(ctx, attrs_, x_shape, kernel);
-    const int nd = w.nd;
-    if (!output_padding_.empty() && static_cast<int>(output_padding_.size()) != nd)
-      ctx.fail(cat("output_padding ", shape_str(output_padding_), " does not match input ",
-                   shape_str(x_shape)));
-    // output_shape may list the spatial dims only, or all of (N, C, spatial...).
-    if (!output_shape_.empty() && static_cast<int>(output_shape_.size()) != nd &&
-        static_cast<int>(output_shape_.size()) != nd + 2)
-      ctx.fail(cat("output_shape ", shape_str(output_shape_), " does not match input ",
-                   shape_str(x_shape)));
-    for (int i = 0; i < nd; ++i) {
-      const int s = 3 - nd + i;
-      const int64_t in = w.in[s], st = w.stride[s], dk = (w.k[s] - 1) * w.dil[s] + 1;
-      const int64_t op = output_padding_.empty() ? 0 : output_padding_[i];
-      const int64_t natural = st * (in - 1) + op + dk;
-      int64_t out;
-      if (!output_shape_.empty() || attrs_.auto_pad == AutoPad::SameUpper ||
-          attrs_.auto_pad == AutoPad::SameLower) {
-        out = !output_shape_.empty() ? output_shape_[output_shape_.size() - nd + i] : in * st;
-        const int64_t total = natural - out;
-        if (total < 0) {
-          w.pad[s] = 0;  // extra rows at the end receive no input
-          w.pad_end[s] = total;
-        } else {
-          w.pad[s] = attrs_.auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
-          w.pad_end[s] = total - w.pad[s];
-        }
-      } else {
-        if (attrs_.auto_pad == AutoPad::Valid) w.pad[s] = w.pad_end[s] = 0;
-        out = natural - w.pad[s] - w.pad_end[s];
-      }
-      if (out < 1)
-        ctx.fail(cat("output size ", out, " along spatial axis ", i, " for input ",
-                     shape_str(x_shape), " and kernel ", shape_str(kernel)));
-      w.out[s] = in;
-      w.in[s] = out;
-    }
-    return w;
-  }
-
   WindowAttrs attrs_;
   int64_t group_;
   std::vector<int64_t> output_padding_, output_shape_;

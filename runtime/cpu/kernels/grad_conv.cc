@@ -219,17 +219,8 @@ class ConvGradKernel : public OpKernel {
                    shape_str(W.shape())));
 
     const T* dy = dY.data<T>();
-    if (ctx.output_requested(2))
-      bias_gradient(dy, N, M, w.out_size(), ctx.allocate_output(2, X.dtype(), {M}).data<T>());
-    T* dx =
-        ctx.output_requested(0) ? ctx.allocate_output(0, X.dtype(), X.shape()).data<T>() : nullptr;
-    T* dw =
-        ctx.output_requested(1) ? ctx.allocate_output(1, X.dtype(), W.shape()).data<T>() : nullptr;
-    if (!dx && !dw) return;
-    if (N == 0) {
-      if (dw) std::fill(dw, dw + W.numel(), T(0));
-      return;
-    }
+    T *dx, *dw;
+    if (!conv_grad_outputs(ctx, X, W, dy, N, M, w.out_size(), dx, dw)) return;
     const T* x = X.data<T>();
     const T* wt = W.data<T>();
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise_backward(dy, x, wt, dx, dw, N, C, M, w);

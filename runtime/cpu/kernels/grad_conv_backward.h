@@ -164,7 +164,7 @@ void col2im_image(const T* col, int64_t ld, int64_t channels, const Window3& w, 
 //   out = natural - pad_begin - pad_end, or, with output_shape or SAME_*, the given out (in·stride
 //   for SAME_*) and total = natural - out split as SAME_UPPER: pad_begin = total / 2, otherwise
 //   pad_end = total / 2; a negative total leaves rows at the end that no input reaches.
-// (The same rule as the forward kernel in conv_transpose.cc.)
+// (The forward kernel in conv_transpose.cc uses it too.)
 Window3 conv_transpose_window(const KernelContext& ctx, const WindowAttrs& a,
                               const std::vector<int64_t>& output_padding,
                               const std::vector<int64_t>& output_shape, const Shape& x_shape,
@@ -241,6 +241,26 @@ void bias_gradient(const T* dy, int64_t N, int64_t M, int64_t P, T* db) {
       acc += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(dy + (n * M + m) * P, P).sum();
     db[m] = acc;
   }
+}
+
+// The outputs of ConvGrad and ConvTransposeGrad (dX = 0, dW = 1, dB = 2), for dY of N x M x P:
+// dB is written here (bias_gradient); dX and dW are allocated where requested, else null.
+// Returns false when nothing is left to compute: neither requested, or no images (dW = 0).
+template <class T>
+bool conv_grad_outputs(KernelContext& ctx, const Tensor& X, const Tensor& W, const T* dy,
+                       int64_t N, int64_t M, int64_t P, T*& dx, T*& dw) {
+  if (ctx.output_requested(2))
+    bias_gradient(dy, N, M, P, ctx.allocate_output(2, X.dtype(), {M}).template data<T>());
+  dx = ctx.output_requested(0) ? ctx.allocate_output(0, X.dtype(), X.shape()).template data<T>()
+                               : nullptr;
+  dw = ctx.output_requested(1) ? ctx.allocate_output(1, X.dtype(), W.shape()).template data<T>()
+                               : nullptr;
+  if (!dx && !dw) return false;
+  if (N == 0) {
+    if (dw) std::fill(dw, dw + W.numel(), T(0));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace oat::cpu

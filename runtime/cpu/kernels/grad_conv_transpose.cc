@@ -134,17 +134,8 @@ class ConvTransposeGradKernel : public OpKernel {
                    shape_str(W.shape())));
 
     const T* dy = dY.data<T>();
-    if (ctx.output_requested(2))
-      bias_gradient(dy, N, M, w.in_size(), ctx.allocate_output(2, X.dtype(), {M}).data<T>());
-    T* dx =
-        ctx.output_requested(0) ? ctx.allocate_output(0, X.dtype(), X.shape()).data<T>() : nullptr;
-    T* dw =
-        ctx.output_requested(1) ? ctx.allocate_output(1, X.dtype(), W.shape()).data<T>() : nullptr;
-    if (!dx && !dw) return;
-    if (N == 0) {
-      if (dw) std::fill(dw, dw + W.numel(), T(0));
-      return;
-    }
+    T *dx, *dw;
+    if (!conv_grad_outputs(ctx, X, W, dy, N, M, w.in_size(), dx, dw)) return;
     gemm_backward(dy, X.data<T>(), W.data<T>(), dx, dw, N, C, M, G, w);
   }
 

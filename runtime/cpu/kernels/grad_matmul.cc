@@ -24,6 +24,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/gemm_split.h"
+#include "runtime/cpu/kernels/matmul_shape.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -39,25 +40,6 @@ void require_dtype_of_grad(const KernelContext& ctx) {
       ctx.fail(cat("input ", i, " is ", dtype_name(t->dtype()), " but the gradient dY is ",
                    dtype_name(want)));
   }
-}
-
-// Matrix offsets (in matrices, not elements) of each entry of `batch` in an operand whose own
-// batch dims `own` broadcast to it.
-std::vector<int64_t> batch_offsets(const Shape& own, const Shape& batch) {
-  const int64_t nb = numel(batch);
-  std::vector<int64_t> off(nb);
-  const auto st = broadcast_strides(own, batch);
-  Shape idx(batch.size(), 0);
-  for (int64_t i = 0; i < nb; ++i) {
-    int64_t o = 0;
-    for (size_t d = 0; d < batch.size(); ++d) o += idx[d] * st[d];
-    off[i] = o;
-    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < batch[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return off;
 }
 
 // out[t] = Σ_{i : target[i] == t} product(i, out[t]) for t < targets: each target matrix is
@@ -84,26 +66,10 @@ void matmul_grad(KernelContext& ctx) {
   const Tensor& tb = ctx.input(2);
   require_dtype_of_grad(ctx);
   check_weight_grad_type(ctx.node(), dy.dtype());
-  if (ta.rank() == 0 || tb.rank() == 0)
-    ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(ta.shape()), " x ",
-                 shape_str(tb.shape())));
-  const bool a_vec = ta.rank() == 1, b_vec = tb.rank() == 1;
-  const Shape sa = a_vec ? Shape{1, ta.dim(0)} : ta.shape();
-  const Shape sb = b_vec ? Shape{tb.dim(0), 1} : tb.shape();
-  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-  if (sb[sb.size() - 2] != K)
-    ctx.fail(cat("inner dimensions differ: ", shape_str(ta.shape()), " x ", shape_str(tb.shape())));
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes({batch_a, batch_b});
-  } catch (const Error&) {
-    ctx.fail(cat("batch dimensions do not broadcast: ", shape_str(ta.shape()), " x ",
-                 shape_str(tb.shape())));
-  }
-  Shape out_shape = batch;
-  if (!a_vec) out_shape.push_back(M);
-  if (!b_vec) out_shape.push_back(N);
+  const MatMulShape ms = matmul_shape(ctx, ta.shape(), tb.shape());
+  const int64_t M = ms.M, K = ms.K, N = ms.N;
+  const Shape &batch_a = ms.batch_a, &batch_b = ms.batch_b, &batch = ms.batch,
+              &out_shape = ms.out;
   if (dy.shape() != out_shape)
     ctx.fail(cat("gradient dY ", shape_str(dy.shape()), " does not match the product ",
                  shape_str(ta.shape()), " x ", shape_str(tb.shape()), " = ", shape_str(out_shape)));

@@ -13,6 +13,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/gemm_split.h"
+#include "runtime/cpu/kernels/matmul_shape.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
 
@@ -43,32 +44,16 @@ void gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, 
 }
 
 // MatMul: numpy matmul. A [..., M, K] x B [..., K, N] -> [..., M, N] with the batch dims
-// broadcast; a 1-D A is [1, K] and a 1-D B is [K, 1], and the added dim is removed again.
+// broadcast; a 1-D A is [1, K] and a 1-D B is [K, 1], and the added dim is removed again
+// (matmul_shape.h).
 template <class T>
 void matmul_kernel(KernelContext& ctx) {
   const Tensor& ta = ctx.input(0);
   const Tensor& tb = ctx.input(1);
-  if (ta.rank() == 0 || tb.rank() == 0)
-    ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(ta.shape()), " x ",
-                 shape_str(tb.shape())));
-  const bool a_vec = ta.rank() == 1, b_vec = tb.rank() == 1;
-  Shape sa = a_vec ? Shape{1, ta.dim(0)} : ta.shape();
-  Shape sb = b_vec ? Shape{tb.dim(0), 1} : tb.shape();
-  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-  if (sb[sb.size() - 2] != K)
-    ctx.fail(cat("inner dimensions differ: ", shape_str(ta.shape()), " x ", shape_str(tb.shape())));
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes({batch_a, batch_b});
-  } catch (const Error&) {
-    ctx.fail(cat("batch dimensions do not broadcast: ", shape_str(ta.shape()), " x ",
-                 shape_str(tb.shape())));
-  }
-  Shape out_shape = batch;
-  if (!a_vec) out_shape.push_back(M);
-  if (!b_vec) out_shape.push_back(N);
-  Tensor& out = ctx.allocate_output(0, dtype_of<T>(), out_shape);
+  const MatMulShape ms = matmul_shape(ctx, ta.shape(), tb.shape());
+  const int64_t M = ms.M, K = ms.K, N = ms.N;
+  const Shape &batch_a = ms.batch_a, &batch_b = ms.batch_b, &batch = ms.batch;
+  Tensor& out = ctx.allocate_output(0, dtype_of<T>(), ms.out);
   const T* a = ta.data<T>();
   const T* b = tb.data<T>();
   T* c = out.data<T>();
@@ -80,24 +65,11 @@ void matmul_kernel(KernelContext& ctx) {
     gemm<T>(a, false, b, false, c, nb * M, N, K, T(1), false);
     return;
   }
-  // Matrix offsets of each batch entry in A and B (broadcast dims have stride 0).
-  std::vector<int64_t> off_a(nb), off_b(nb);
-  {
-    const auto st_a = broadcast_strides(batch_a, batch), st_b = broadcast_strides(batch_b, batch);
-    Shape idx(batch.size(), 0);
-    for (int64_t i = 0; i < nb; ++i) {
-      int64_t oa = 0, ob = 0;
-      for (size_t d = 0; d < batch.size(); ++d) {
-        oa += idx[d] * st_a[d];
-        ob += idx[d] * st_b[d];
-      }
-      off_a[i] = oa * M * K;
-      off_b[i] = ob * K * N;
-      for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-        if (++idx[d] < batch[d]) break;
-        idx[d] = 0;
-      }
-    }
+  // Element offsets of each batch entry's matrices in A and B (broadcast dims have stride 0).
+  std::vector<int64_t> off_a = batch_offsets(batch_a, batch), off_b = batch_offsets(batch_b, batch);
+  for (int64_t i = 0; i < nb; ++i) {
+    off_a[i] *= M * K;
+    off_b[i] *= K * N;
   }
   // Many small products (attention heads): one GEMM per thread, each single-threaded (Eigen
   // does not nest its OpenMP GEMM inside a parallel region). Few large ones: Eigen's threads.

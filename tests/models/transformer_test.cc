@@ -14,6 +14,7 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "train/trainer.h"
+#include "models/torch_twin.h"
 
 using namespace oat;
 namespace fs = std::filesystem;
@@ -117,10 +118,7 @@ TEST_CASE("zoo: transformer computes what its PyTorch twin (nn.TransformerEncode
   }
   Tensor x(DType::F32, {3, 28, 28});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 2.0f * u(rng);
-  onnx_loader::write_npy(x, (dir / "x.npy").string());
-  {
-    std::ofstream py(dir / "twin.py");
-    py << R"(import os, sys
+  oat_test::check_against_torch(g, x, dir, R"(import os, sys
 import numpy as np, torch
 sys.path.insert(0, sys.argv[2])
 from zoo_torch import zoo_model, load_zoo_weights
@@ -130,26 +128,9 @@ m = load_zoo_weights(zoo_model("transformer"), w).train()  # dropout 0: train = 
 with torch.no_grad():
     y = m(torch.from_numpy(np.load(os.path.join(d, "x.npy"))))
 np.save(os.path.join(d, "y.npy"), y.numpy())
-)";
-  }
-  const char* env = std::getenv("OAT_TORCH_PYTHON");
-  const std::string python = env ? env : "/usr/bin/python3";
-  const std::string cmd = cat(python, " ", (dir / "twin.py").string(), " ", dir.string(), " ",
-                              OAT_SOURCE_DIR, "/bench");
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "failed: ", cmd);
-  Tensor ref = onnx_loader::read_npy((dir / "y.npy").string());
-  Executor exec(g);
-  Tensor y = exec.run({{"input", x}})[0];
-  REQUIRE(y.shape() == ref.shape());
-  double max_ref = 0, max_err = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    max_ref = std::max(max_ref, std::abs(static_cast<double>(ref.data<float>()[i])));
-    max_err = std::max(max_err, std::abs(static_cast<double>(y.data<float>()[i]) - ref.data<float>()[i]));
-  }
-  MESSAGE("transformer vs PyTorch: max |diff| " << max_err << ", max |y| " << max_ref);
-  CHECK(max_ref > 0.1);
-  CHECK(max_err <= 1e-4 * std::max(1.0, max_ref));
-  fs::remove_all(dir);
+)",
+                                cat(dir.string(), " ", OAT_SOURCE_DIR, "/bench"),
+                                "transformer vs PyTorch");
 }
 
 TEST_CASE("zoo: transformer trains in fp32: the loss falls within a few Adam steps") {

@@ -13,6 +13,7 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "train/trainer.h"
+#include "models/torch_twin.h"
 
 using namespace oat;
 namespace fs = std::filesystem;
@@ -214,10 +215,7 @@ TEST_CASE("zoo: resnet18-cifar computes what torchvision's resnet18(num_classes=
   }
   Tensor x(DType::F32, {2, 3, 32, 32});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 2.0f * u(rng);
-  onnx_loader::write_npy(x, (dir / "x.npy").string());
-  {
-    std::ofstream py(dir / "tv.py");
-    py << R"(import os, sys
+  oat_test::check_against_torch(g, x, dir, R"(import os, sys
 import numpy as np, torch, torchvision
 d = sys.argv[1]
 m = torchvision.models.resnet18(num_classes=10).eval()
@@ -233,24 +231,6 @@ m.load_state_dict(sd)
 with torch.no_grad():
     y = m(torch.from_numpy(np.load(os.path.join(d, "x.npy"))))
 np.save(os.path.join(d, "y.npy"), y.numpy())
-)";
-  }
-  const char* env = std::getenv("OAT_TORCH_PYTHON");
-  const std::string python = env ? env : "/usr/bin/python3";
-  const std::string cmd = python + " " + (dir / "tv.py").string() + " " + dir.string();
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "failed: ", cmd);
-  Tensor ref = onnx_loader::read_npy((dir / "y.npy").string());
-
-  Executor exec(g);
-  Tensor y = exec.run({{"input", x}})[0];
-  REQUIRE(y.shape() == ref.shape());
-  double max_ref = 0, max_err = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    max_ref = std::max(max_ref, std::abs(static_cast<double>(ref.data<float>()[i])));
-    max_err = std::max(max_err, std::abs(static_cast<double>(y.data<float>()[i]) - ref.data<float>()[i]));
-  }
-  MESSAGE("resnet18-cifar vs torchvision: max |diff| " << max_err << ", max |y| " << max_ref);
-  CHECK(max_ref > 0.1);
-  CHECK(max_err <= 1e-4 * std::max(1.0, max_ref));
-  fs::remove_all(dir);
+)",
+                                dir.string(), "resnet18-cifar vs torchvision");
 }

@@ -240,6 +240,10 @@ const std::vector<Case>& cases() {
                  {{"transA", attr_i(1)}, {"transB", attr_i(1)}, {"alpha", attr_f(0.5f)},
                   {"beta", attr_f(2.f)}},
                  {flt({7, 5}), flt({3, 7}), flt({5, 3})}});
+    // K = 0: an empty sum, zeros (MatMul) and beta·C (Gemm); no cuBLAS call (leading dims 0)
+    v.push_back({"MatMul", 13, {}, {flt({2, 5, 0}), flt({0, 3})}});
+    v.push_back({"Gemm", 13, {{"transA", attr_i(1)}, {"beta", attr_f(2.f)}},
+                 {flt({0, 5}), flt({0, 3}), flt({5, 3})}});
     // softmax family and reductions
     v.push_back({"Softmax", 13, {}, {flt({4, 33})}});
     v.push_back({"LogSoftmax", 13, {}, {flt({4, 1000})}});

@@ -11,6 +11,9 @@
 // result; batch dimensions broadcast. A batch operand that is one matrix (all batch dims 1) has
 // stride 0; one whose batch shape equals the result's has stride M·K (or K·N); anything else
 // (both sides broadcast partly) loops over the result's batch with one GEMM each.
+#include <algorithm>
+#include <limits>
+
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -150,20 +153,66 @@ void gemm(KernelContext& ctx, DType t, const GemmShape& g, float alpha, const vo
   gemm(ctx, t, t, g, alpha, A, sa, B, sb, beta, C, sc, batch);
 }
 
+CublasGemmArgs cublas_gemm_args(const GemmShape& g, int64_t batch) {
+  auto to_int = [&](int64_t v, const char* what) {
+    if (v < 0 || v > std::numeric_limits<int>::max())
+      throw Error(cat("GEMM ", what, " = ", v, " does not fit cuBLAS's int arguments (M ", g.M,
+                      ", N ", g.N, ", K ", g.K, ", batch ", batch, ")"));
+    return static_cast<int>(v);
+  };
+  CublasGemmArgs c;
+  c.trans_first = g.tb;
+  c.trans_second = g.ta;
+  c.m = to_int(g.N, "N");
+  c.n = to_int(g.M, "M");
+  c.k = to_int(g.K, "K");
+  c.ld_first = std::max(1, g.tb ? c.k : c.m);
+  c.ld_second = std::max(1, g.ta ? c.n : c.k);
+  c.ldc = std::max(1, c.m);
+  c.batch = to_int(batch, "batch count");
+  return c;
+}
+
 // The same with C in `tc` (t, or F32 for F16/BF16 operands).
 void gemm(KernelContext& ctx, DType t, DType tc, const GemmShape& g, float alpha, const void* A,
           int64_t sa, const void* B, int64_t sb, float beta, void* C, int64_t sc, int64_t batch) {
   if (tc != t && !(tc == DType::F32 && (t == DType::F16 || t == DType::BF16)))
     ctx.fail(cat("a GEMM of ", dtype_name(t), " operands cannot write ", dtype_name(tc)));
   if (g.M == 0 || g.N == 0 || batch == 0) return;
+  if (g.K == 0) {
+    // An empty sum: C = beta·C, without cuBLAS (its leading dimensions would be 0 and its k = 0
+    // behaviour is not documented). beta = 0 writes zeros and never reads C, as BLAS.
+    const int64_t mn = g.M * g.N, count = sc == 0 ? 1 : batch;
+    const size_t es = dtype_size(tc);
+    const bool packed = count == 1 || sc == mn;
+    if (beta == 0.f) {
+      if (packed)
+        CUDA_CHECK(cudaMemsetAsync(C, 0, static_cast<size_t>(count * mn) * es, stream_of(ctx)));
+      else
+        CUDA_CHECK(cudaMemset2DAsync(C, static_cast<size_t>(sc) * es, 0,
+                                     static_cast<size_t>(mn) * es, static_cast<size_t>(count),
+                                     stream_of(ctx)));
+    } else if (beta != 1.f) {
+      for (int64_t i = 0; i < (packed ? 1 : count); ++i) {
+        char* ci = static_cast<char*>(C) + static_cast<size_t>(i * sc) * es;
+        launch_unary(UnaryOp::Scale, elem_type(tc), ci, ci, packed ? count * mn : mn, beta, 0.f,
+                     stream_of(ctx));
+      }
+    }
+    return;
+  }
+  CublasGemmArgs c;
+  try {
+    c = cublas_gemm_args(g, batch);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
   const cudaDataType_t ct = cuda_type(t);
-  const int lda = static_cast<int>(g.ta ? g.M : g.K);
-  const int ldb = static_cast<int>(g.tb ? g.K : g.N);
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      cuda_context(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, g.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-      static_cast<int>(g.N), static_cast<int>(g.M), static_cast<int>(g.K), &alpha, B, ct, ldb, sb,
-      A, ct, lda, sa, &beta, C, cuda_type(tc), static_cast<int>(g.N), sc, static_cast<int>(batch),
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      cuda_context(ctx).cublas(), c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+      c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, c.m, c.n, c.k, &alpha, B, ct, c.ld_first, sb, A,
+      ct, c.ld_second, sa, &beta, C, cuda_type(tc), c.ldc, sc, c.batch, CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
 }
 
 void register_matmul(KernelRegistry& r) {

@@ -14,6 +14,7 @@
 #include "models/zoo.h"
 #include "onnx_loader/graph_writer.h"
 #include "runtime/cuda/device.h"
+#include "reference_models.h"
 
 using namespace oat;
 using namespace oat_test;
@@ -60,22 +61,6 @@ void expect_sane_report(const nlohmann::json& j, const std::string& precision) {
   }
   CHECK(low > 0);
   CHECK(with_grad > 0);
-}
-
-// The torchvision models of tests/models (scripts/make_reference_models.py writes them into
-// <build>/model_refs once and skips the work when the folder is up to date).
-fs::path reference_models() {
-  static const bool ok = [] {
-    const char* py = std::getenv("OAT_PYTHON");
-    const std::string cmd =
-        cat(py ? py : "python3", " '", OAT_SOURCE_DIR, "/scripts/make_reference_models.py' '",
-            OAT_BINARY_DIR, "/model_refs'");
-    return std::system(cmd.c_str()) == 0;
-  }();
-  REQUIRE_MESSAGE(ok,
-                  "scripts/make_reference_models.py failed (needs torch + torchvision for "
-                  "/usr/bin/python3 and onnxruntime + onnx for python3; scripts/setup.sh)");
-  return fs::path(OAT_BINARY_DIR) / "model_refs";
 }
 
 }  // namespace
@@ -184,7 +169,7 @@ TEST_SUITE("cli check") {
 
   TEST_CASE("torchvision ResNet-18 exported by torch.onnx passes in fp16 and bf16") {
     TempDir dir;
-    const std::string model = (reference_models() / "resnet18" / "model.onnx").string();
+    const std::string model = (oat_test::reference_models() / "resnet18" / "model.onnx").string();
     for (const std::string p : {"fp16", "bf16"}) {
       CAPTURE(p);
       const std::string json = dir / "resnet.json";

@@ -18,6 +18,7 @@
 #include "onnx_loader/graph_writer.h"
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
+#include "reference_models.h"
 
 using namespace oat;
 using namespace oat_test;
@@ -495,27 +496,11 @@ TEST_SUITE("convert") {
 
 namespace {
 
-// The torchvision models of tests/models (scripts/make_reference_models.py writes them into
-// <build>/model_refs once; the script skips the work when the folder is up to date).
-fs::path model_refs() {
-  static const bool ok = [] {
-    const char* py = std::getenv("OAT_PYTHON");
-    const std::string cmd =
-        cat(py ? py : "python3", " '", OAT_SOURCE_DIR, "/scripts/make_reference_models.py' '",
-            OAT_BINARY_DIR, "/model_refs'");
-    return std::system(cmd.c_str()) == 0;
-  }();
-  REQUIRE_MESSAGE(ok,
-                  "scripts/make_reference_models.py failed (needs torch + torchvision for "
-                  "/usr/bin/python3 and onnxruntime + onnx for python3; scripts/setup.sh)");
-  return fs::path(OAT_BINARY_DIR) / "model_refs";
-}
-
 // `all_fp16`: every node converts (the CNNs); `libonnx_checks`: the opset is one libonnx 1.12
 // knows, so our own checker runs (opset 18 is checked by PyPI's onnx in ort_check only).
 void check_reference_model(const std::string& name, bool all_fp16 = true,
                            bool libonnx_checks = true) {
-  const fs::path dir = model_refs() / name;
+  const fs::path dir = oat_test::reference_models() / name;
   TempDir t;
   const std::string model = (dir / "model.onnx").string();
   const std::string out = t / (name + "_fp16.onnx");

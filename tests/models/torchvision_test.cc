@@ -30,6 +30,7 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "runtime/threads.h"
+#include "reference_models.h"
 
 namespace fs = std::filesystem;
 using namespace oat;
@@ -38,37 +39,6 @@ namespace {
 
 constexpr double kAtol = 1e-4;  // times max(1, max|ort|)
 constexpr double kRtol = 1e-3;
-
-struct ReferenceModels {
-  fs::path dir;
-  bool ok = false;
-  std::string message;
-};
-
-// Runs the generator once per process. OAT_PYTHON picks the interpreter that runs the driver
-// (default python3 on PATH); the driver finds the torch and onnxruntime interpreters itself.
-const ReferenceModels& reference_models() {
-  static const ReferenceModels refs = [] {
-    ReferenceModels r;
-    r.dir = fs::path(OAT_BINARY_DIR) / "model_refs";
-    const char* py = std::getenv("OAT_PYTHON");
-    const std::string cmd = cat(py ? py : "python3", " '", OAT_SOURCE_DIR,
-                                "/scripts/make_reference_models.py' '", r.dir.string(), "'");
-    std::cout << "$ " << cmd << std::endl;
-    const int status = std::system(cmd.c_str());
-    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.ok = rc == 0;
-    if (!r.ok)
-      r.message = cat(
-          "scripts/make_reference_models.py failed (exit ", rc, "; its output is above). ",
-          "These tests need Python with torch + torchvision (Debian: python3-torch "
-          "python3-torchvision) and with onnxruntime + onnx>=1.13 + numpy (pip install onnxruntime "
-          "onnx numpy). CI installs both through scripts/setup.sh, so a missing package is a "
-          "failure here, not a skip.");
-    return r;
-  }();
-  return refs;
-}
 
 struct Agreement {
   double max_abs = 0;  // max |ours - ort|
@@ -95,9 +65,7 @@ Agreement agree(const std::vector<float>& got, const std::vector<float>& want) {
 }
 
 void check_against_ort(const std::string& name) {
-  const ReferenceModels& refs = reference_models();
-  REQUIRE_MESSAGE(refs.ok, refs.message);
-  const fs::path dir = refs.dir / name;
+  const fs::path dir = oat_test::reference_models() / name;
   REQUIRE_MESSAGE(fs::exists(dir / "model.onnx"), dir.string(), " was not generated");
 
   onnx_loader::Model model = onnx_loader::load_model((dir / "model.onnx").string());

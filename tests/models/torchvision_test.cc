@@ -13,7 +13,6 @@
 // scaled by the output's range. Each case prints its max absolute error and that error
 // relative to max|ort|.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>

@@ -8,28 +8,13 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::fixed;
+using oat::test::omitted;
 
 namespace {
 
 GradCheckInput in(Shape s, double lo = -2.0, double hi = 2.0) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  i.lo = lo;
-  i.hi = hi;
-  return i;
-}
-
-GradCheckInput fixed(Tensor v) {
-  GradCheckInput i;
-  i.differentiable = false;
-  i.value = std::move(v);
-  return i;
-}
-
-GradCheckInput omitted() {
-  GradCheckInput i;
-  i.differentiable = false;
-  return i;
+  return oat::test::in(std::move(s), lo, hi);
 }
 
 GradCheckCase unary(const std::string& op, std::map<std::string, Attribute> attrs = {},

@@ -28,6 +28,30 @@ struct GradCheckInput {
   double lo = -1.0, hi = 1.0;  // sampling range for differentiable inputs
 };
 
+// A differentiable input of shape s, sampled from [lo, hi).
+inline GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
+  GradCheckInput i;
+  i.shape = std::move(s);
+  i.lo = lo;
+  i.hi = hi;
+  return i;
+}
+
+// A non-differentiable input with a fixed value (indices, shapes, masks).
+inline GradCheckInput fixed(Tensor v) {
+  GradCheckInput i;
+  i.differentiable = false;
+  i.value = std::move(v);
+  return i;
+}
+
+// An optional input left out.
+inline GradCheckInput omitted() {
+  GradCheckInput i;
+  i.differentiable = false;
+  return i;
+}
+
 struct GradCheckCase {
   std::string op;
   int64_t opset = 17;

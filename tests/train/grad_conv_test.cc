@@ -11,14 +11,10 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
 
 namespace {
 
-GradCheckInput in(Shape s) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  return i;
-}
 Attribute ints(std::vector<int64_t> v) { return train::GradientContext::attr_ints(std::move(v)); }
 Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }
 Attribute str(const std::string& s) {

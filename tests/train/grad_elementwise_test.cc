@@ -4,15 +4,9 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
 
 namespace {
-GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  i.lo = lo;
-  i.hi = hi;
-  return i;
-}
 GradCheckCase binary(const std::string& op, Shape a, Shape b, double lo = -1.0, double hi = 1.0) {
   GradCheckCase c;
   c.op = op;

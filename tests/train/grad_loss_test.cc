@@ -8,24 +8,14 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::fixed;
 
 namespace {
 
 using A = train::GradientContext;
 
 GradCheckInput in(Shape s, double lo = -2.0, double hi = 2.0) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  i.lo = lo;
-  i.hi = hi;
-  return i;
-}
-
-GradCheckInput fixed(Tensor v) {
-  GradCheckInput i;
-  i.differentiable = false;
-  i.value = std::move(v);
-  return i;
+  return oat::test::in(std::move(s), lo, hi);
 }
 
 Attribute str(const std::string& s) {

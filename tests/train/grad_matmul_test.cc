@@ -9,14 +9,10 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
 
 namespace {
 
-GradCheckInput in(Shape s) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  return i;
-}
 
 GradCheckCase matmul(Shape a, Shape b) {
   GradCheckCase c;

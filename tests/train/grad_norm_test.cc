@@ -9,25 +9,13 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
+using oat::test::fixed;
 
 namespace {
 
 Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }
 Attribute flt(float v) { return train::GradientContext::attr_float(v); }
-
-GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  i.lo = lo;
-  i.hi = hi;
-  return i;
-}
-GradCheckInput fixed(Tensor v) {
-  GradCheckInput i;
-  i.differentiable = false;
-  i.value = std::move(v);
-  return i;
-}
 
 // BatchNormalization over X [N, C, ...] with random scale/B and fixed running mean/var.
 GradCheckCase batch_norm(Shape x, int64_t opset, int num_outputs) {

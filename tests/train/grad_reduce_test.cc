@@ -7,16 +7,10 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
 
 namespace {
 
-GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  i.lo = lo;
-  i.hi = hi;
-  return i;
-}
 GradCheckInput i64s(std::vector<int64_t> v) {
   GradCheckInput i;
   i.differentiable = false;

@@ -12,28 +12,14 @@
 using namespace oat;
 using oat::test::GradCheckCase;
 using oat::test::GradCheckInput;
+using oat::test::in;
+using oat::test::fixed;
+using oat::test::omitted;
 
 namespace {
 
-GradCheckInput in(Shape s) {
-  GradCheckInput i;
-  i.shape = std::move(s);
-  return i;
-}
-// A non-differentiable input with a fixed value.
-GradCheckInput fixed(Tensor v) {
-  GradCheckInput i;
-  i.differentiable = false;
-  i.value = std::move(v);
-  return i;
-}
 GradCheckInput i64s(std::vector<int64_t> v) {
   return fixed(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
-}
-GradCheckInput omitted() {
-  GradCheckInput i;
-  i.differentiable = false;
-  return i;
 }
 Attribute ints(std::vector<int64_t> v) { return train::GradientContext::attr_ints(std::move(v)); }
 Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }

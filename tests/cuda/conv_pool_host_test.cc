@@ -16,6 +16,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cuda/kernels/conv_transpose.h"
+#include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/pool_window.h"
 #include "tests/runtime/single_node.h"
 
@@ -239,6 +240,19 @@ TEST_CASE("ConvTranspose on cuDNN: 2-D pads in axis order, SAME_UPPER with an od
                        doctest::Contains("padding 0 before and 1 after along spatial axis 0"),
                        Unsupported);
 }
+TEST_CASE("cuDNN descriptor dims: 1-D padded, packed strides, int overflow refused") {
+  using oat::cuda::cudnn_dims;
+  using oat::cuda::cudnn_packed_strides;
+  CHECK(cudnn_dims({2, 3, 7}) == std::vector<int>{2, 3, 1, 7});
+  CHECK(cudnn_dims({2, 3, 4, 5, 6}) == std::vector<int>{2, 3, 4, 5, 6});
+  CHECK(cudnn_packed_strides({2, 3, 4, 5}) == std::vector<int>{60, 20, 5, 1});
+  // More than INT_MAX elements would wrap the int strides cuDNN's legacy descriptors take.
+  CHECK_THROWS_WITH_AS(cudnn_dims({64, 64, 1024, 1024}),
+                       doctest::Contains("int dims and strides"), Error);
+  CHECK_NOTHROW(cudnn_dims({1, 1, 32768, 65535}));
+  CHECK_THROWS_AS(cudnn_packed_strides({2, 65536, 65536}), Error);
+}
+
 #else
 TEST_CASE("CUDA ConvTranspose and MaxPool host rules") {
   MESSAGE("SKIPPED: this build has no CUDA backend");

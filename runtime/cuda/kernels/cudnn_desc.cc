@@ -1,5 +1,7 @@
 #include "runtime/cuda/kernels/cudnn_desc.h"
 
+#include <limits>
+
 namespace oat::cuda {
 
 cudnnDataType_t cudnn_type(DType t) {
@@ -13,20 +15,35 @@ cudnnDataType_t cudnn_type(DType t) {
 }
 
 std::vector<int> cudnn_dims(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t v : shape) {
+    n *= v;
+    if (v < 0 || v > std::numeric_limits<int>::max() || n > std::numeric_limits<int>::max())
+      throw Error(cat("cuDNN: a tensor of shape ", shape_str(shape), " is beyond what cuDNN's int ",
+                      "dims and strides can address (at most 2^31 - 1 elements)"));
+  }
   std::vector<int> d;
   for (int64_t v : shape) d.push_back(static_cast<int>(v));
   while (d.size() < 4) d.insert(d.begin() + 2, 1);
   return d;
 }
 
-void TensorDesc::set(DType t, const Shape& shape) {
-  const std::vector<int> dims = cudnn_dims(shape);
+std::vector<int> cudnn_packed_strides(const std::vector<int>& dims) {
   std::vector<int> strides(dims.size());
-  int s = 1;
+  int64_t s = 1;
   for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
-    strides[i] = s;
+    if (s > std::numeric_limits<int>::max())
+      throw Error(cat("cuDNN: a packed stride of dims ", shape_str(Shape(dims.begin(), dims.end())),
+                      " does not fit an int"));
+    strides[i] = static_cast<int>(s);
     s *= dims[i];
   }
+  return strides;
+}
+
+void TensorDesc::set(DType t, const Shape& shape) {
+  const std::vector<int> dims = cudnn_dims(shape);
+  const std::vector<int> strides = cudnn_packed_strides(dims);
   CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(t), static_cast<int>(dims.size()),
                                          dims.data(), strides.data()));
 }

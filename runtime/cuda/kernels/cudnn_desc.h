@@ -14,8 +14,12 @@ namespace oat::cuda {
 
 cudnnDataType_t cudnn_type(DType t);  // F32, F16, BF16; throws Error otherwise
 
-// `shape` padded to at least 4 dims by inserting 1s after the channel dim.
+// `shape` padded to at least 4 dims by inserting 1s after the channel dim. cuDNN's legacy
+// descriptors take int dims and strides: throws Error when the tensor has more than INT_MAX
+// elements (a packed stride would overflow) or a dim outside [0, INT_MAX].
 std::vector<int> cudnn_dims(const Shape& shape);
+// Packed (NCHW, row-major) strides of `dims`.
+std::vector<int> cudnn_packed_strides(const std::vector<int>& dims);
 
 class TensorDesc {
  public:

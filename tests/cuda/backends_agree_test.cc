@@ -303,6 +303,11 @@ const std::vector<Case>& cases() {
     v.push_back({"Conv", 11, {{"dilations", attr_ints({2})}}, {flt({2, 3, 9}), flt({2, 3, 3})}});
     v.push_back({"ConvGrad", 1, {{"pads", attr_ints({1, 1, 1, 1})}},
                  {flt({2, 4, 5, 5}), flt({2, 3, 5, 5}), flt({4, 3, 3, 3})}, 3});
+    // empty operands skip cuDNN (0 dims are CUDNN_STATUS_BAD_PARAM): Y = B, zero gradients
+    v.push_back({"Conv", 11, {{"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({2, 0, 5, 5}), flt({4, 0, 3, 3}), flt({4})}});
+    v.push_back({"ConvGrad", 1, {{"pads", attr_ints({1, 1, 1, 1})}},
+                 {flt({0, 4, 5, 5}), flt({0, 3, 5, 5}), flt({4, 3, 3, 3})}, 3});
     v.push_back({"MaxPool", 12, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 6, 6})}});
     v.push_back({"AveragePool", 11,
@@ -313,6 +318,7 @@ const std::vector<Case>& cases() {
                   {"count_include_pad", attr_i(1)}},
                  {flt({2, 3, 5, 5})}});
     v.push_back({"GlobalAveragePool", 1, {}, {flt({2, 3, 5, 4})}});
+    v.push_back({"AveragePool", 11, {{"kernel_shape", attr_ints({2, 2})}}, {flt({0, 3, 5, 5})}});
     v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
     v.push_back({"BatchNormalization", 15, {},
                  {flt({2, 3, 4, 4}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)}});
@@ -485,6 +491,8 @@ const std::vector<Case>& cases() {
     v.push_back({"AveragePoolGrad", 1,
                  {{"kernel_shape", attr_ints({3, 3})}, {"pads", attr_ints({1, 1, 1, 1})}},
                  {flt({2, 3, 5, 5}), ints({2, 3, 5, 5})}});
+    v.push_back({"AveragePoolGrad", 1, {{"kernel_shape", attr_ints({2, 2})}},
+                 {flt({0, 3, 4, 4}), ints({0, 3, 5, 5})}});
     v.push_back({"GlobalAveragePoolGrad", 1, {}, {flt({2, 3, 1, 1}), ints({2, 3, 5, 4})}});
     v.push_back({"GlobalMaxPoolGrad", 1, {}, {flt({2, 3, 1, 1}), flt({2, 3, 5, 4})}, 1, {DType::F32}});
     v.push_back({"SoftmaxGrad", 1, {{"axis", attr_i(-1)}}, {flt({4, 33}), In{In::Unit, {4, 33}}}});

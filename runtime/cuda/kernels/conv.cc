@@ -14,6 +14,8 @@
 // reduction of dY stored in F32 without rounding; dW is NOT direct: cuDNN's legacy backward-filter
 // API writes dW in X's data type, so dW is computed in F16/BF16 into scratch (FP32 accumulation,
 // one rounding) and widened to F32 by one cast kernel.
+// Empty tensors (N = 0, no channels) skip cuDNN, whose descriptors reject 0 dims: Y = B (or 0),
+// dX = 0, dW = 0, dB = 0.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -34,6 +36,9 @@ namespace {
 
 struct ConvPlan {
   Shape y_shape;
+  // X or W has no elements: no cuDNN call (its descriptors reject 0 dims); Y = B or zeros, the
+  // gradients zeros. Only the descriptors of non-empty tensors are set.
+  bool empty = false;
   TensorDesc x, y, bias;
   FilterDesc w;
   ConvDesc conv;
@@ -71,13 +76,18 @@ std::unique_ptr<ConvPlan> make_plan(const KernelContext& ctx, const cpu::WindowA
     dil.push_back(static_cast<int>(win.dil[s]));
   }
   const DType t = x.dtype();
-  plan->x.set(t, x.shape());
-  plan->w.set(t, w.shape());
-  plan->y.set(t, plan->y_shape);
-  Shape bshape(x.rank(), 1);
-  bshape[1] = w.dim(0);
-  plan->bias.set(t, bshape);
-  plan->conv.set(t, pad, stride, dil, group);
+  plan->empty = x.numel() == 0 || w.numel() == 0;
+  if (numel(plan->y_shape) > 0) {
+    plan->y.set(t, plan->y_shape);
+    Shape bshape(x.rank(), 1);
+    bshape[1] = w.dim(0);
+    plan->bias.set(t, bshape);
+  }
+  if (!plan->empty) {
+    plan->x.set(t, x.shape());
+    plan->w.set(t, w.shape());
+    plan->conv.set(t, pad, stride, dil, group);
+  }
   return plan;
 }
 
@@ -90,6 +100,7 @@ class PlanCache {
     auto it = plans_.find(key);
     if (it == plans_.end()) it = plans_.emplace(key, make_plan(ctx, attrs, group, x, w)).first;
     ConvPlan& p = *it->second;
+    if (p.empty) return p;
     cudnnHandle_t h = cuda_context(ctx).cudnn();
     if (!backward && !fwd_ready_.count(key)) {
       const auto f = forward_algo(ctx, h, p.x, p.w, p.conv, p.y);
@@ -117,6 +128,10 @@ class PlanCache {
 
 const float kOne = 1.f, kZero = 0.f;
 
+void zero_fill(const KernelContext& ctx, Tensor& t) {
+  if (t.nbytes()) CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), stream_of(ctx)));
+}
+
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const Node& n)
@@ -128,14 +143,20 @@ class ConvKernel : public OpKernel {
     ConvPlan& p = plans_.get(ctx, attrs_, group_, x, w, false);
     CudaContext& cc = cuda_context(ctx);
     Tensor& y = ctx.allocate_output(0, x.dtype(), p.y_shape);
-    Tensor ws = cc.scratch(p.fwd_ws);
-    CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.w.get(),
-                                        w.raw_data(), p.conv.get(), p.fwd, ws.raw_data(), p.fwd_ws,
-                                        &kZero, p.y.get(), y.raw_data()));
-    if (const Tensor* b = ctx.input_or_null(2)) {
-      if (b->numel() != w.dim(0) || b->dtype() != x.dtype())
-        ctx.fail(cat("bias ", dtype_name(b->dtype()), " ", shape_str(b->shape()), " must be ",
-                     dtype_name(x.dtype()), " [", w.dim(0), "]"));
+    const Tensor* b = ctx.input_or_null(2);
+    if (b && (b->numel() != w.dim(0) || b->dtype() != x.dtype()))
+      ctx.fail(cat("bias ", dtype_name(b->dtype()), " ", shape_str(b->shape()), " must be ",
+                   dtype_name(x.dtype()), " [", w.dim(0), "]"));
+    if (y.numel() == 0) return;
+    if (p.empty) {  // C = 0 (an empty sum)
+      zero_fill(ctx, y);
+    } else {
+      Tensor ws = cc.scratch(p.fwd_ws);
+      CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.w.get(),
+                                          w.raw_data(), p.conv.get(), p.fwd, ws.raw_data(),
+                                          p.fwd_ws, &kZero, p.y.get(), y.raw_data()));
+    }
+    if (b) {
       CUDNN_CHECK(cudnnAddTensor(cc.cudnn(), &kOne, p.bias.get(), b->raw_data(), &kOne, p.y.get(),
                                  y.raw_data()));
     }
@@ -168,28 +189,38 @@ class ConvGradKernel : public OpKernel {
     const bool widen = fp32_weight_grads_ && x.dtype() != DType::F32;
     if (ctx.output_requested(0)) {
       Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
-      Tensor ws = cc.scratch(p.bwd_data_ws);
-      CUDNN_CHECK(cudnnConvolutionBackwardData(cc.cudnn(), &kOne, p.w.get(), w.raw_data(),
-                                               p.y.get(), dy.raw_data(), p.conv.get(), p.bwd_data,
-                                               ws.raw_data(), p.bwd_data_ws, &kZero, p.x.get(),
-                                               dx.raw_data()));
+      if (p.empty) {
+        zero_fill(ctx, dx);
+      } else {
+        Tensor ws = cc.scratch(p.bwd_data_ws);
+        CUDNN_CHECK(cudnnConvolutionBackwardData(cc.cudnn(), &kOne, p.w.get(), w.raw_data(),
+                                                 p.y.get(), dy.raw_data(), p.conv.get(), p.bwd_data,
+                                                 ws.raw_data(), p.bwd_data_ws, &kZero, p.x.get(),
+                                                 dx.raw_data()));
+      }
     }
     if (ctx.output_requested(1)) {
       Tensor& dw = ctx.allocate_output(1, widen ? DType::F32 : w.dtype(), w.shape());
-      // cuDNN writes dW in X's type: with `widen`, into scratch, then one F16/BF16 -> F32 cast.
-      Tensor dw_low = widen ? Tensor(w.dtype(), w.shape(), Device::CUDA) : dw;
-      Tensor ws = cc.scratch(p.bwd_filter_ws);
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.x.get(), x.raw_data(),
-                                                 p.y.get(), dy.raw_data(), p.conv.get(),
-                                                 p.bwd_filter, ws.raw_data(), p.bwd_filter_ws,
-                                                 &kZero, p.w.get(), dw_low.raw_data()));
-      if (widen)
-        launch_cast(elem_type(w.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
-                    dw.numel(), stream_of(ctx));
+      if (p.empty) {
+        zero_fill(ctx, dw);
+      } else {
+        // cuDNN writes dW in X's type: with `widen`, into scratch, then one F16/BF16 -> F32 cast.
+        Tensor dw_low = widen ? Tensor(w.dtype(), w.shape(), Device::CUDA) : dw;
+        Tensor ws = cc.scratch(p.bwd_filter_ws);
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.x.get(), x.raw_data(),
+                                                   p.y.get(), dy.raw_data(), p.conv.get(),
+                                                   p.bwd_filter, ws.raw_data(), p.bwd_filter_ws,
+                                                   &kZero, p.w.get(), dw_low.raw_data()));
+        if (widen)
+          launch_cast(elem_type(w.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
+                      dw.numel(), stream_of(ctx));
+      }
     }
     if (ctx.output_requested(2)) {
       Tensor& db = ctx.allocate_output(2, widen ? DType::F32 : x.dtype(), {w.dim(0)});
-      if (widen)
+      if (dy.numel() == 0)
+        zero_fill(ctx, db);
+      else if (widen)
         bias_gradient_fp32(ctx, dy, db);
       else
         CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),

@@ -25,6 +25,11 @@ void pool_backward(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow
     ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the pooled shape ",
                  shape_str(w.y_shape)));
   CudaContext& cc = cuda_context(ctx);
+  if (dy.numel() == 0 || numel(x_shape) == 0) {  // cuDNN's descriptors reject 0 dims
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), x_shape);
+    if (dx.nbytes()) CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), cc.stream()));
+    return;
+  }
   PoolDesc pd;
   CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.get(), mode, CUDNN_PROPAGATE_NAN,
                                           static_cast<int>(w.window.size()), w.window.data(),

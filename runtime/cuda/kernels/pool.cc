@@ -28,6 +28,10 @@ const float kOne = 1.f, kZero = 0.f;
 void run_pool(KernelContext& ctx, cudnnPoolingMode_t mode, const std::vector<int>& window,
               const std::vector<int>& pad, const std::vector<int>& stride, const Shape& y_shape) {
   const Tensor& x = ctx.input(0);
+  if (numel(y_shape) == 0) {  // N = 0 or C = 0: cuDNN's descriptors reject 0 dims
+    ctx.allocate_output(0, x.dtype(), y_shape);
+    return;
+  }
   PoolDesc pd;
   CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.get(), mode, CUDNN_PROPAGATE_NAN,
                                           static_cast<int>(window.size()), window.data(),

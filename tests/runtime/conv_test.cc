@@ -12,56 +12,19 @@
 
 #include "runtime/executor.h"
 #include "runtime/threads.h"
+#include "single_node.h"
 
 using namespace oat;
+using oat_test::attr_i;
+using oat_test::attr_ints;
+using oat_test::attr_s;
 
 namespace {
 
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute str_attr(std::string s) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(s);
-  return a;
-}
-
-// Runs one node; an undefined tensor is an omitted optional input.
+// Runs one opset-13 node; an undefined tensor is an omitted optional input.
 Tensor run_op(const std::string& op, const std::map<std::string, Attribute>& attrs,
               const std::vector<Tensor>& inputs) {
-  Graph g;
-  g.opsets[""] = 13;
-  Node n;
-  n.name = "n0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 13;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      n.inputs.push_back("");
-      continue;
-    }
-    n.inputs.push_back("in" + std::to_string(i));
-    g.inputs.push_back(ValueInfo{n.inputs.back(), inputs[i].dtype(), std::nullopt});
-    feeds[n.inputs.back()] = inputs[i];
-  }
-  n.outputs = {"y"};
-  g.outputs.push_back(ValueInfo{"y", DType::Undefined, std::nullopt});
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds).at(0);
+  return oat_test::run1(op, 13, attrs, inputs);
 }
 
 template <class T>
@@ -178,11 +141,11 @@ void check_close(const Tensor& got, const Tensor& want, double tol, const std::s
 
 std::map<std::string, Attribute> conv_attrs(const ConvCase& c) {
   std::map<std::string, Attribute> a;
-  if (c.group != 1) a["group"] = int_attr(c.group);
-  if (!c.strides.empty()) a["strides"] = ints_attr(c.strides);
-  if (!c.pads.empty()) a["pads"] = ints_attr(c.pads);
-  if (!c.dilations.empty()) a["dilations"] = ints_attr(c.dilations);
-  if (!c.auto_pad.empty()) a["auto_pad"] = str_attr(c.auto_pad);
+  if (c.group != 1) a["group"] = attr_i(c.group);
+  if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
+  if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
+  if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
+  if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
   return a;
 }
 
@@ -248,11 +211,11 @@ TEST_CASE("Conv: hand-computed 2-D case") {
   for (int i = 0; i < 16; ++i) X.data<float>()[i] = static_cast<float>(i);
   Tensor W = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 1, 1, 1});
   Tensor B = Tensor::from_vector<float>({1}, {10});
-  Tensor Y = run_op("Conv", {{"strides", ints_attr({2, 2})}}, {X, W, B});
+  Tensor Y = run_op("Conv", {{"strides", attr_ints({2, 2})}}, {X, W, B});
   CHECK(Y.shape() == Shape{1, 1, 2, 2});
   CHECK(Y.to_float_vector() == std::vector<float>{20, 28, 52, 60});
   // kernel_shape given explicitly, matching W.
-  Tensor Y2 = run_op("Conv", {{"strides", ints_attr({2, 2})}, {"kernel_shape", ints_attr({2, 2})}},
+  Tensor Y2 = run_op("Conv", {{"strides", attr_ints({2, 2})}, {"kernel_shape", attr_ints({2, 2})}},
                      {X, W, B});
   CHECK(Y2.to_float_vector() == std::vector<float>{20, 28, 52, 60});
 }
@@ -274,7 +237,7 @@ TEST_CASE("Conv: errors name the node and the shapes") {
     CHECK(msg.find("[2, 2, 3, 3]") != std::string::npos);
   }
   Tensor W3(DType::F32, {2, 3, 3, 3});
-  CHECK_THROWS_WITH_AS(run_op("Conv", {{"kernel_shape", ints_attr({2, 2})}}, {X, W3}),
+  CHECK_THROWS_WITH_AS(run_op("Conv", {{"kernel_shape", attr_ints({2, 2})}}, {X, W3}),
                        doctest::Contains("kernel_shape"), Error);
   CHECK_THROWS_WITH_AS(run_op("Conv", {}, {X, W3, Tensor(DType::F32, {3})}),
                        doctest::Contains("B [3]"), Error);
@@ -384,13 +347,13 @@ void run_conv_transpose_cases(double tol) {
     Tensor X = random_tensor<T>(c.x, rng), W = random_tensor<T>(wshape, rng);
     Tensor B = c.bias ? random_tensor<T>({c.m}, rng) : Tensor();
     std::map<std::string, Attribute> a;
-    if (c.group != 1) a["group"] = int_attr(c.group);
-    if (!c.strides.empty()) a["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) a["pads"] = ints_attr(c.pads);
-    if (!c.dilations.empty()) a["dilations"] = ints_attr(c.dilations);
-    if (!c.output_padding.empty()) a["output_padding"] = ints_attr(c.output_padding);
-    if (!c.output_shape.empty()) a["output_shape"] = ints_attr(c.output_shape);
-    if (!c.auto_pad.empty()) a["auto_pad"] = str_attr(c.auto_pad);
+    if (c.group != 1) a["group"] = attr_i(c.group);
+    if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
+    if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
+    if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
+    if (!c.output_padding.empty()) a["output_padding"] = attr_ints(c.output_padding);
+    if (!c.output_shape.empty()) a["output_shape"] = attr_ints(c.output_shape);
+    if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
     const Tensor want = reference_conv_transpose<T>(c, X, W, c.bias ? &B : nullptr);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
@@ -407,7 +370,7 @@ TEST_CASE("ConvTranspose: hand-computed 1-D case") {
   // X = [1, 2], W = [1, 10, 100], stride 2: Y = [1, 10, 100 + 2, 20, 200].
   Tensor X = Tensor::from_vector<float>({1, 1, 2}, {1, 2});
   Tensor W = Tensor::from_vector<float>({1, 1, 3}, {1, 10, 100});
-  Tensor Y = run_op("ConvTranspose", {{"strides", ints_attr({2})}}, {X, W});
+  Tensor Y = run_op("ConvTranspose", {{"strides", attr_ints({2})}}, {X, W});
   CHECK(Y.shape() == Shape{1, 1, 5});
   CHECK(Y.to_float_vector() == std::vector<float>{1, 10, 102, 20, 200});
 }
@@ -426,6 +389,6 @@ TEST_CASE("ConvTranspose: errors name the shapes") {
   CHECK_THROWS_WITH_AS(run_op("ConvTranspose", {}, {X, W}), doctest::Contains("[2, 2, 3, 3]"),
                        Error);
   Tensor W3(DType::F32, {3, 2, 3, 3});
-  CHECK_THROWS_WITH_AS(run_op("ConvTranspose", {{"output_padding", ints_attr({1})}}, {X, W3}),
+  CHECK_THROWS_WITH_AS(run_op("ConvTranspose", {{"output_padding", attr_ints({1})}}, {X, W3}),
                        doctest::Contains("output_padding"), Error);
 }

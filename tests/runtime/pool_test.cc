@@ -13,60 +13,20 @@
 
 #include "runtime/executor.h"
 #include "runtime/threads.h"
+#include "single_node.h"
 
 using namespace oat;
+using oat_test::iota_f;
+using oat_test::attr_i;
+using oat_test::attr_ints;
+using oat_test::attr_s;
 
 namespace {
 
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute str_attr(std::string s) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(s);
-  return a;
-}
-
-// Runs one node with `n_outputs` outputs.
+// Runs one opset-13 node with `n_outputs` outputs.
 std::vector<Tensor> run_op(const std::string& op, const std::map<std::string, Attribute>& attrs,
                            const std::vector<Tensor>& inputs, int n_outputs = 1) {
-  Graph g;
-  g.opsets[""] = 13;
-  Node n;
-  n.name = "p0";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 13;
-  n.attrs = attrs;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    n.inputs.push_back("in" + std::to_string(i));
-    g.inputs.push_back(ValueInfo{n.inputs.back(), inputs[i].dtype(), std::nullopt});
-    feeds[n.inputs.back()] = inputs[i];
-  }
-  for (int o = 0; o < n_outputs; ++o) {
-    n.outputs.push_back("out" + std::to_string(o));
-    g.outputs.push_back(ValueInfo{n.outputs.back(), DType::Undefined, std::nullopt});
-  }
-  g.nodes.push_back(n);
-  Executor ex(g);
-  return ex.run(feeds);
-}
-
-Tensor iota(Shape shape) {
-  Tensor t(DType::F32, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
-  return t;
+  return oat_test::run_node(op, 13, attrs, inputs, n_outputs);
 }
 
 struct PoolCase {
@@ -172,31 +132,31 @@ void check_close(const Tensor& got, const Tensor& want, const std::string& what)
 }  // namespace
 
 TEST_CASE("MaxPool and AveragePool: hand-computed 2-D cases") {
-  const Tensor X = iota({1, 1, 4, 4});  // rows 0..3, 4..7, 8..11, 12..15
-  auto y = run_op("MaxPool", {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}},
+  const Tensor X = iota_f({1, 1, 4, 4});  // rows 0..3, 4..7, 8..11, 12..15
+  auto y = run_op("MaxPool", {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
                   {X})[0];
   CHECK(y.shape() == Shape{1, 1, 2, 2});
   CHECK(y.to_float_vector() == std::vector<float>{5, 7, 13, 15});
-  y = run_op("AveragePool", {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}},
+  y = run_op("AveragePool", {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
              {X})[0];
   CHECK(y.to_float_vector() == std::vector<float>{2.5f, 4.5f, 10.5f, 12.5f});
   // Pads 1, kernel 2, stride 2: corner windows hold one real element.
-  std::map<std::string, Attribute> a = {{"kernel_shape", ints_attr({2, 2})},
-                                        {"strides", ints_attr({2, 2})},
-                                        {"pads", ints_attr({1, 1, 1, 1})}};
+  std::map<std::string, Attribute> a = {{"kernel_shape", attr_ints({2, 2})},
+                                        {"strides", attr_ints({2, 2})},
+                                        {"pads", attr_ints({1, 1, 1, 1})}};
   y = run_op("AveragePool", a, {X})[0];
   CHECK(y.shape() == Shape{1, 1, 3, 3});
   CHECK(y.to_float_vector()[0] == 0.0f);  // only X[0, 0] = 0
   CHECK(y.to_float_vector()[1] == 1.5f);  // (1 + 2) / 2
-  a["count_include_pad"] = int_attr(1);
+  a["count_include_pad"] = attr_i(1);
   y = run_op("AveragePool", a, {X})[0];
   CHECK(y.to_float_vector()[1] == 0.75f);         // (1 + 2) / 4
   CHECK(y.to_float_vector()[8] == 15.0f / 4.0f);  // X[3, 3] alone, divided by 4
   // ceil_mode adds the partial window at the end: 4 wide, kernel 3, stride 2 -> 2 outputs.
   y = run_op("MaxPool",
-             {{"kernel_shape", ints_attr({3, 3})},
-              {"strides", ints_attr({2, 2})},
-              {"ceil_mode", int_attr(1)}},
+             {{"kernel_shape", attr_ints({3, 3})},
+              {"strides", attr_ints({2, 2})},
+              {"ceil_mode", attr_i(1)}},
              {X})[0];
   CHECK(y.to_float_vector() == std::vector<float>{10, 11, 14, 15});
 }
@@ -204,13 +164,13 @@ TEST_CASE("MaxPool and AveragePool: hand-computed 2-D cases") {
 TEST_CASE("MaxPool: the Indices output, row-major and column-major") {
   Tensor X = Tensor::from_vector<float>({1, 2, 2, 3}, {1, 9, 2, 3, 4, 5,  //
                                                        7, 0, 8, 6, 1, 2});
-  std::map<std::string, Attribute> a = {{"kernel_shape", ints_attr({2, 2})}};
+  std::map<std::string, Attribute> a = {{"kernel_shape", attr_ints({2, 2})}};
   auto out = run_op("MaxPool", a, {X}, 2);
   CHECK(out[0].to_float_vector() == std::vector<float>{9, 9, 7, 8});
   CHECK(out[1].dtype() == DType::I64);
   // Flat indices into X (N, C, H, W): channel 1 starts at 6.
   CHECK(out[1].to_int_vector() == std::vector<int64_t>{1, 1, 6, 8});
-  a["storage_order"] = int_attr(1);  // spatial part column-major: h + H·w
+  a["storage_order"] = attr_i(1);  // spatial part column-major: h + H·w
   out = run_op("MaxPool", a, {X}, 2);
   CHECK(out[1].to_int_vector() == std::vector<int64_t>{2, 2, 6, 10});
 }
@@ -236,12 +196,12 @@ TEST_CASE("MaxPool and AveragePool match the direct definition") {
   for (const PoolCase& c : cases) {
     Tensor X(DType::F32, c.x);
     for (int64_t i = 0; i < X.numel(); ++i) X.data<float>()[i] = u(rng);
-    std::map<std::string, Attribute> a = {{"kernel_shape", ints_attr(c.k)}};
-    if (!c.strides.empty()) a["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) a["pads"] = ints_attr(c.pads);
-    if (!c.dilations.empty()) a["dilations"] = ints_attr(c.dilations);
-    if (c.ceil_mode) a["ceil_mode"] = int_attr(1);
-    if (!c.auto_pad.empty()) a["auto_pad"] = str_attr(c.auto_pad);
+    std::map<std::string, Attribute> a = {{"kernel_shape", attr_ints(c.k)}};
+    if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
+    if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
+    if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
+    if (c.ceil_mode) a["ceil_mode"] = attr_i(1);
+    if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       const std::string tag = c.name + " threads=" + std::to_string(threads);
@@ -250,7 +210,7 @@ TEST_CASE("MaxPool and AveragePool match the direct definition") {
       check_close(run_op("MaxPool", a, {X}, 2)[0], reference_pool(c, X, "max"), "max+i " + tag);
       check_close(run_op("AveragePool", a, {X})[0], reference_pool(c, X, "avg"), "avg " + tag);
       auto ap = a;
-      ap["count_include_pad"] = int_attr(1);
+      ap["count_include_pad"] = attr_i(1);
       check_close(run_op("AveragePool", ap, {X})[0], reference_pool(c, X, "avg_pad"),
                   "avg count_include_pad " + tag);
     }
@@ -260,63 +220,63 @@ TEST_CASE("MaxPool and AveragePool match the direct definition") {
 
 TEST_CASE("MaxPool on uint8 and float64") {
   Tensor X = Tensor::from_vector<uint8_t>({1, 1, 2, 3}, {1, 200, 3, 4, 5, 250});
-  auto y = run_op("MaxPool", {{"kernel_shape", ints_attr({2, 2})}}, {X})[0];
+  auto y = run_op("MaxPool", {{"kernel_shape", attr_ints({2, 2})}}, {X})[0];
   CHECK(y.dtype() == DType::U8);
   CHECK(y.to_int_vector() == std::vector<int64_t>{200, 250});
   Tensor Xd = Tensor::from_vector<double>({1, 1, 3}, {0.5, -1.0, 2.25});
-  auto yd = run_op("AveragePool", {{"kernel_shape", ints_attr({2})}}, {Xd})[0];
+  auto yd = run_op("AveragePool", {{"kernel_shape", attr_ints({2})}}, {Xd})[0];
   CHECK(yd.dtype() == DType::F64);
   CHECK(yd.data<double>()[0] == -0.25);
   CHECK(yd.data<double>()[1] == 0.625);
 }
 
 TEST_CASE("Pool errors name the node and the shapes") {
-  const Tensor X = iota({1, 1, 3, 3});
+  const Tensor X = iota_f({1, 1, 3, 3});
   CHECK_THROWS_WITH_AS(run_op("MaxPool", {}, {X}), doctest::Contains("kernel_shape"), Error);
-  CHECK_THROWS_WITH_AS(run_op("AveragePool", {{"kernel_shape", ints_attr({4, 4})}}, {X}),
+  CHECK_THROWS_WITH_AS(run_op("AveragePool", {{"kernel_shape", attr_ints({4, 4})}}, {X}),
                        doctest::Contains("[1, 1, 3, 3]"), Error);
   CHECK_THROWS_WITH_AS(
-      run_op("MaxPool", {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({1})}}, {X}),
-      doctest::Contains("node 'p0' (MaxPool"), Error);
+      run_op("MaxPool", {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({1})}}, {X}),
+      doctest::Contains("node 'n0' (MaxPool"), Error);
 }
 
 TEST_CASE("GlobalAveragePool and GlobalMaxPool") {
-  const Tensor X = iota({2, 3, 2, 2});  // plane k holds 4k .. 4k + 3
+  const Tensor X = iota_f({2, 3, 2, 2});  // plane k holds 4k .. 4k + 3
   auto avg = run_op("GlobalAveragePool", {}, {X})[0];
   CHECK(avg.shape() == Shape{2, 3, 1, 1});
   CHECK(avg.to_float_vector() == std::vector<float>{1.5f, 5.5f, 9.5f, 13.5f, 17.5f, 21.5f});
   auto mx = run_op("GlobalMaxPool", {}, {X})[0];
   CHECK(mx.to_float_vector() == std::vector<float>{3, 7, 11, 15, 19, 23});
-  auto avg1d = run_op("GlobalAveragePool", {}, {iota({1, 2, 5})})[0];
+  auto avg1d = run_op("GlobalAveragePool", {}, {iota_f({1, 2, 5})})[0];
   CHECK(avg1d.shape() == Shape{1, 2, 1});
   CHECK(avg1d.to_float_vector() == std::vector<float>{2, 7});
-  CHECK_THROWS_AS(run_op("GlobalMaxPool", {}, {iota({2, 3})}), Error);
+  CHECK_THROWS_AS(run_op("GlobalMaxPool", {}, {iota_f({2, 3})}), Error);
 }
 
 TEST_CASE("DepthToSpace (DCR, CRD) and SpaceToDepth") {
   // C = 8, blocksize 2, H = W = 1: Y[c, i, j] is channel (i·2 + j)·2 + c (DCR) or c·4 + i·2 + j
   // (CRD).
-  const Tensor X = iota({1, 8, 1, 1});
-  auto dcr = run_op("DepthToSpace", {{"blocksize", int_attr(2)}}, {X})[0];
+  const Tensor X = iota_f({1, 8, 1, 1});
+  auto dcr = run_op("DepthToSpace", {{"blocksize", attr_i(2)}}, {X})[0];
   CHECK(dcr.shape() == Shape{1, 2, 2, 2});
   CHECK(dcr.to_float_vector() == std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7});
   auto crd =
-      run_op("DepthToSpace", {{"blocksize", int_attr(2)}, {"mode", str_attr("CRD")}}, {X})[0];
+      run_op("DepthToSpace", {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}}, {X})[0];
   CHECK(crd.to_float_vector() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
 
   // SpaceToDepth then DepthToSpace (DCR) is the identity, on an integer dtype too.
   Tensor Xi(DType::I64, {2, 3, 4, 6});
   for (int64_t i = 0; i < Xi.numel(); ++i) Xi.data<int64_t>()[i] = i * 7 - 3;
-  auto s2d = run_op("SpaceToDepth", {{"blocksize", int_attr(2)}}, {Xi})[0];
+  auto s2d = run_op("SpaceToDepth", {{"blocksize", attr_i(2)}}, {Xi})[0];
   CHECK(s2d.shape() == Shape{2, 12, 2, 3});
   // Y[n, (i·b + j)·C + c, h, w] = X[n, c, h·b + i, w·b + j]: channel (1·2 + 0)·3 + 1 = 7 at
   // (0, 2) is X[0, 1, 1, 4].
   CHECK(s2d.data<int64_t>()[(7 * 2 + 0) * 3 + 2] == Xi.data<int64_t>()[(1 * 4 + 1) * 6 + 4]);
-  auto back = run_op("DepthToSpace", {{"blocksize", int_attr(2)}}, {s2d})[0];
+  auto back = run_op("DepthToSpace", {{"blocksize", attr_i(2)}}, {s2d})[0];
   CHECK(back.to_int_vector() == Xi.to_int_vector());
 
-  CHECK_THROWS_WITH_AS(run_op("DepthToSpace", {{"blocksize", int_attr(3)}}, {X}),
+  CHECK_THROWS_WITH_AS(run_op("DepthToSpace", {{"blocksize", attr_i(3)}}, {X}),
                        doctest::Contains("[1, 8, 1, 1]"), Error);
-  CHECK_THROWS_WITH_AS(run_op("SpaceToDepth", {{"blocksize", int_attr(4)}}, {Xi}),
+  CHECK_THROWS_WITH_AS(run_op("SpaceToDepth", {{"blocksize", attr_i(4)}}, {Xi}),
                        doctest::Contains("[2, 3, 4, 6]"), Error);
 }

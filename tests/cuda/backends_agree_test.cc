@@ -406,6 +406,9 @@ const std::vector<Case>& cases() {
     v.push_back({"ReduceGrad", 1, {{"keepdims", attr_i(0)}}, {flt({}), ints({3, 4})}, 1,
                  {DType::F32, DType::F16, DType::BF16}, "to scalar"});
     v.push_back({"MatMulGrad", 1, {}, {flt({5, 3}), flt({5, 7}), flt({7, 3})}, 2});
+    // an empty batch: A's and B's broadcast 1s get zero gradients (no GEMM writes them)
+    v.push_back({"MatMulGrad", 1, {}, {flt({0, 5, 3}), flt({1, 5, 7}), flt({0, 7, 3})}, 2});
+    v.push_back({"MatMulGrad", 1, {}, {flt({0, 5, 3}), flt({0, 5, 7}), flt({1, 7, 3})}, 2});
     v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({2, 5, 7}), flt({7, 3})}, 2, {DType::F32},
                  "shared weight"});
     v.push_back({"MatMulGrad", 1, {}, {flt({2, 5, 3}), flt({2, 5, 7}), flt({2, 7, 3})}, 2,

@@ -31,6 +31,10 @@ char* at(Tensor& t, int64_t elements) {
   return static_cast<char*>(t.raw_data()) + elements * static_cast<int64_t>(dtype_size(t.dtype()));
 }
 
+void zero_fill(const KernelContext& ctx, Tensor& t) {
+  if (t.nbytes()) CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), stream_of(ctx)));
+}
+
 void matmul_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& a = ctx.input(1);
@@ -84,6 +88,7 @@ void matmul_grad(KernelContext& ctx) {
              at(da, ia * mk), 0, 1);
         written[ia] = true;
       }
+      if (nb == 0) zero_fill(ctx, da);  // an empty batch broadcast against A's 1s: dA = 0
     }
   }
   if (ctx.output_requested(1)) {
@@ -103,6 +108,7 @@ void matmul_grad(KernelContext& ctx) {
              0, written[ib] ? 1.f : 0.f, at(db, ib * kn), 0, 1);
         written[ib] = true;
       }
+      if (nb == 0) zero_fill(ctx, db);
     }
   }
 }

@@ -507,6 +507,7 @@ const std::vector<Case>& cases() {
     v.push_back({"LayerNormalizationGrad", 1, {}, {flt({4, 6, 32}), flt({4, 6, 32}), flt({32})}, 3});
     v.push_back({"LayerNormalizationGrad", 1, {{"axis", attr_i(1)}},
                  {flt({3, 4, 5}), flt({3, 4, 5}), flt({4, 5})}, 3});
+    v.push_back({"LayerNormalizationGrad", 1, {}, {flt({0, 32}), flt({0, 32}), flt({32})}, 3});
     // losses
     v.push_back({"SoftmaxCrossEntropyLoss", 13, {}, {flt({4, 5}), ints({0, 4, 2, 2})}, 2});
     v.push_back({"SoftmaxCrossEntropyLoss", 13,

@@ -110,6 +110,11 @@ void layer_norm_grad(KernelContext& ctx) {
       ctx.output_requested(1) ? ctx.allocate_output(1, x.dtype(), v.norm_shape).raw_data() : nullptr;
   void* dbias =
       ctx.output_requested(2) ? ctx.allocate_output(2, x.dtype(), v.norm_shape).raw_data() : nullptr;
+  if (v.rows == 0) {  // no rows: dScale and dBias are empty sums (the launcher writes nothing)
+    for (void* p : {dscale, dbias})
+      if (p) CUDA_CHECK(cudaMemsetAsync(p, 0, v.n * dtype_size(x.dtype()), stream_of(ctx)));
+    return;
+  }
   launch_layer_norm_grad(elem_type(x.dtype()), dy.raw_data(), x.raw_data(), ptr(scale),
                          mean.data<float>(), inv.data<float>(), have, dx, dscale, dbias, v.rows,
                          v.n, ctx.node().attr_float("epsilon", 1e-5f), stream_of(ctx));

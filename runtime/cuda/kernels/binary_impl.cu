@@ -15,8 +15,10 @@ __device__ __forceinline__ float apply(float a, float b) {
   if constexpr (Op == BinaryOp::Mul) return a * b;
   if constexpr (Op == BinaryOp::Div) return a / b;
   if constexpr (Op == BinaryOp::Pow) return powf(a, b);
-  if constexpr (Op == BinaryOp::Max) return fmaxf(a, b);
-  if constexpr (Op == BinaryOp::Min) return fminf(a, b);
+  // Max/Min propagate NaN (numpy's maximum/minimum, the CPU's MaxOp/MinOp); fmaxf/fminf would
+  // drop it and hide an overflow from the loss scaler.
+  if constexpr (Op == BinaryOp::Max) return (a < b || isnan(b)) ? b : a;
+  if constexpr (Op == BinaryOp::Min) return (b < a || isnan(b)) ? b : a;
   if constexpr (Op == BinaryOp::PRelu) return a < 0.f ? a * b : a;  // b: the slope
   if constexpr (Op == BinaryOp::Fmod) return fmodf(a, b);            // sign of the dividend
   return 0.f;

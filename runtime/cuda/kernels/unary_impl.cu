@@ -27,13 +27,18 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
   if constexpr (Op == UnaryOp::Round) return rintf(x);  // half to even
   if constexpr (Op == UnaryOp::Sin) return sinf(x);
   if constexpr (Op == UnaryOp::Cos) return cosf(x);
-  if constexpr (Op == UnaryOp::Relu) return x > 0.f ? x : 0.f;
+  // Relu and Clip keep NaN (as the CPU kernels: x < 0 ? 0 : x, min(max(x, lo), hi) with
+  // std::max/std::min), so a NaN activation still reaches UnscaleAndCheck.
+  if constexpr (Op == UnaryOp::Relu) return x < 0.f ? 0.f : x;
   if constexpr (Op == UnaryOp::LeakyRelu) return x < 0.f ? a * x : x;
   if constexpr (Op == UnaryOp::Sigmoid) return 1.f / (1.f + expf(-x));
   if constexpr (Op == UnaryOp::HardSigmoid) return fmaxf(0.f, fminf(1.f, a * x + b));
   if constexpr (Op == UnaryOp::HardSwish) return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
   if constexpr (Op == UnaryOp::Tanh) return tanhf(x);
-  if constexpr (Op == UnaryOp::Clip) return fminf(fmaxf(x, a), b);
+  if constexpr (Op == UnaryOp::Clip) {
+    const float m = x < a ? a : x;
+    return b < m ? b : m;
+  }
   if constexpr (Op == UnaryOp::Erf) return erff(x);
   if constexpr (Op == UnaryOp::Gelu) return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
   if constexpr (Op == UnaryOp::GeluTanh) {

@@ -6,6 +6,7 @@
 #ifdef OAT_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/prelu_slope.h"
 
 using namespace oat;
 using oat::cuda::BroadcastIndex;
@@ -84,6 +85,19 @@ TEST_CASE("inputs read on the host: shapes, axes, scalars; never data, lr, step 
   CHECK_FALSE(reads_on_host(OpId::MatMul, 1));
   CHECK(reads_on_host(OpId::SoftmaxCrossEntropyLoss, 1));  // targets are range-checked there
 }
+TEST_CASE("PRelu's slope: per channel before opset 7 (legacy), numpy broadcasting after") {
+  using oat::cuda::prelu_slope_view;
+  // Legacy: a [C] slope on [N, C, H, W] lines up with axis 1, not with W.
+  CHECK(prelu_slope_view({2, 3, 4, 5}, {3}, true) == Shape{3, 1, 1});
+  CHECK(prelu_slope_view({2, 3}, {3}, true) == Shape{3});
+  // Not legacy, or a slope that is not [C]: the slope's own shape.
+  CHECK(prelu_slope_view({2, 3, 4, 5}, {3}, false) == Shape{3});
+  CHECK(prelu_slope_view({2, 3, 4, 5}, {5}, true) == Shape{5});
+  CHECK(prelu_slope_view({2, 1, 4, 5}, {1}, true) == Shape{1});
+  CHECK(prelu_slope_view({3}, {3}, true) == Shape{3});
+  CHECK(prelu_slope_view({2, 3, 4}, {3, 1, 1}, true) == Shape{3, 1, 1});
+}
+
 #else
 TEST_CASE("CUDA launch planning") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
 #endif

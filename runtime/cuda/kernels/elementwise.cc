@@ -8,6 +8,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -33,6 +34,29 @@ Tensor binary_into(KernelContext& ctx, BinaryOp op, const Tensor& a, const Tenso
 template <BinaryOp Op>
 void binary(KernelContext& ctx) {
   binary_into(ctx, Op, ctx.input(0), ctx.input(1), 0);
+}
+
+// PRelu(X, slope): y = X < 0 ? slope·X : X, the slope broadcast unidirectionally to X; before
+// opset 7 a 1-D slope of size C is per channel (prelu_slope.h), as the CPU kernel reads it.
+void prelu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& slope = ctx.input(1);
+  if (x.dtype() != slope.dtype())
+    ctx.fail(cat("X has dtype ", dtype_name(x.dtype()), ", slope ", dtype_name(slope.dtype())));
+  const Shape ss = prelu_slope_view(x.shape(), slope.shape(), ctx.node().opset < 7);
+  Shape out;
+  try {
+    out = cpu::broadcast_shapes({x.shape(), ss});
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  if (out != x.shape())
+    ctx.fail(cat("slope shape ", shape_str(slope.shape()),
+                 " does not broadcast unidirectionally to X shape ", shape_str(x.shape())));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+  launch_binary(BinaryOp::PRelu, elem_type(x.dtype()), x.raw_data(), slope.raw_data(),
+                y.raw_data(), y.numel(), make_broadcast_index(out, {x.shape(), ss}),
+                stream_of(ctx));
 }
 
 // Sum / Max / Min over 1..n inputs: a left fold of broadcasting binary ops.
@@ -175,7 +199,7 @@ void register_elementwise(KernelRegistry& r) {
   add_floats(r, OpId::Mul, function_kernel(binary<BinaryOp::Mul>));
   add_floats(r, OpId::Div, function_kernel(binary<BinaryOp::Div>));
   add_floats(r, OpId::Pow, function_kernel(binary<BinaryOp::Pow>));
-  add_floats(r, OpId::PRelu, function_kernel(binary<BinaryOp::PRelu>));
+  add_floats(r, OpId::PRelu, function_kernel(prelu));
   add_floats(r, OpId::Mod, function_kernel(mod));
   add_floats(r, OpId::IsNaN, function_kernel(predicate<PredicateOp::IsNaN>));
   add_floats(r, OpId::IsInf, function_kernel(predicate<PredicateOp::IsInf>));

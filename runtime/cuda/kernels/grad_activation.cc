@@ -11,6 +11,7 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/grad_activation_impl.h"
+#include "runtime/cuda/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -68,12 +69,7 @@ class PReluGradKernel : public OpKernel {
       ctx.fail(
           cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
     const Shape& xs = x.shape();
-    Shape ss = slope.shape();
-    if (legacy_ && slope.rank() == 1 && x.rank() >= 2 && slope.numel() > 1 &&
-        slope.dim(0) == x.dim(1)) {  // per-channel slope [C] viewed as [C, 1, ..., 1]
-      ss = Shape(static_cast<size_t>(x.rank() - 1), 1);
-      ss[0] = slope.dim(0);
-    }
+    const Shape ss = prelu_slope_view(xs, slope.shape(), legacy_);  // [C] -> [C, 1, ..., 1]
     Shape b;
     try {
       b = cpu::broadcast_shapes({xs, ss});

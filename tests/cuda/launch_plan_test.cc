@@ -7,6 +7,7 @@
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/prelu_slope.h"
+#include "runtime/cuda/kernels/slice_view.h"
 
 using namespace oat;
 using oat::cuda::BroadcastIndex;
@@ -98,6 +99,34 @@ TEST_CASE("PRelu's slope: per channel before opset 7 (legacy), numpy broadcastin
   CHECK(prelu_slope_view({2, 3, 4}, {3, 1, 1}, true) == Shape{3, 1, 1});
 }
 
+TEST_CASE("row copies: 1-D when contiguous or one row, 2-D within the device's pitch, else per row") {
+  using oat::cuda::plan_row_copies;
+  using oat::cuda::RowCopy;
+  auto same = [](const RowCopy& c, int64_t dst, int64_t src, int64_t width, int64_t rows) {
+    return c.dst_offset == dst && c.src_offset == src && c.width == width && c.rows == rows;
+  };
+  CHECK(plan_row_copies(8, 8, 0, 5).empty());
+  CHECK(plan_row_copies(8, 8, 8, 0).empty());
+  // Concat along axis 0 (one row): one 1-D copy, whatever the pitch (may exceed 2 GiB).
+  auto p = plan_row_copies(int64_t{3} << 31, int64_t{1} << 31, int64_t{1} << 31, 1);
+  REQUIRE(p.size() == 1);
+  CHECK(same(p[0], 0, 0, int64_t{1} << 31, 1));
+  // Contiguous on both sides: the rows are one block.
+  p = plan_row_copies(16, 16, 16, 4);
+  REQUIRE(p.size() == 1);
+  CHECK(same(p[0], 0, 0, 64, 1));
+  // A strided side within the maximum pitch: one 2-D copy.
+  p = plan_row_copies(48, 16, 16, 4);
+  REQUIRE(p.size() == 1);
+  CHECK(same(p[0], 0, 0, 16, 4));
+  // A pitch above the maximum: one 1-D copy per row at the pitches' offsets.
+  p = plan_row_copies(48, 16, 16, 3, /*max_pitch=*/32);
+  REQUIRE(p.size() == 3);
+  for (int64_t r = 0; r < 3; ++r) CHECK(same(p[r], 48 * r, 16 * r, 16, 1));
+  p = plan_row_copies(16, int64_t{3} << 30, 16, 2);  // Split of a > 2 GiB-wide row
+  REQUIRE(p.size() == 2);
+  CHECK(same(p[1], 16, int64_t{3} << 30, 16, 1));
+}
 #else
 TEST_CASE("CUDA launch planning") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
 #endif

@@ -72,10 +72,8 @@ void concat_grad(KernelContext& ctx) {
     const int64_t width = xs[axis] * inner * es;
     if (ctx.output_requested(k)) {
       Tensor& dx = ctx.allocate_output(k, dy.dtype(), xs);
-      if (width && outer)
-        CUDA_CHECK(cudaMemcpy2DAsync(dx.raw_data(), width,
-                                     static_cast<const char*>(dy.raw_data()) + offset, pitch,
-                                     width, outer, cudaMemcpyDeviceToDevice, stream_of(ctx)));
+      copy_rows(ctx, dx.raw_data(), width, static_cast<const char*>(dy.raw_data()) + offset, pitch,
+                width, outer);
     }
     offset += width;
   }

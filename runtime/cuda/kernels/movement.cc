@@ -146,6 +146,32 @@ SliceView slice_view(const KernelContext& ctx, const Shape& x, std::vector<int64
   return v;
 }
 
+std::vector<RowCopy> plan_row_copies(int64_t dst_pitch, int64_t src_pitch, int64_t width,
+                                     int64_t rows, int64_t max_pitch) {
+  if (width <= 0 || rows <= 0) return {};
+  if (rows == 1 || (dst_pitch == width && src_pitch == width)) return {{0, 0, width * rows, 1}};
+  if (dst_pitch <= max_pitch && src_pitch <= max_pitch) return {{0, 0, width, rows}};
+  std::vector<RowCopy> r;
+  r.reserve(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) r.push_back({i * dst_pitch, i * src_pitch, width, 1});
+  return r;
+}
+
+void copy_rows(const KernelContext& ctx, void* dst, int64_t dst_pitch, const void* src,
+               int64_t src_pitch, int64_t width, int64_t rows) {
+  const cudaStream_t s = stream_of(ctx);
+  for (const RowCopy& c : plan_row_copies(dst_pitch, src_pitch, width, rows)) {
+    char* d = static_cast<char*>(dst) + c.dst_offset;
+    const char* x = static_cast<const char*>(src) + c.src_offset;
+    if (c.rows == 1)
+      CUDA_CHECK(cudaMemcpyAsync(d, x, static_cast<size_t>(c.width), cudaMemcpyDeviceToDevice, s));
+    else
+      CUDA_CHECK(cudaMemcpy2DAsync(d, static_cast<size_t>(dst_pitch), x,
+                                   static_cast<size_t>(src_pitch), static_cast<size_t>(c.width),
+                                   static_cast<size_t>(c.rows), cudaMemcpyDeviceToDevice, s));
+  }
+}
+
 namespace {
 
 // Slice(data, starts, ends, axes?, steps?) (attributes before opset 10), a strided read.
@@ -166,14 +192,6 @@ void slice(KernelContext& ctx) {
   const SliceView v = slice_view(ctx, x.shape(), starts, ends, axes, steps);
   Tensor& y = ctx.allocate_output(0, x.dtype(), v.shape);
   strided_copy(ctx, x, v.base, v.shape, v.strides, y);
-}
-
-// [outer, len·inner] blocks of a [outer, total·inner] array, in bytes.
-void copy_rows(KernelContext& ctx, void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
-               int64_t width, int64_t rows) {
-  if (width == 0 || rows == 0) return;
-  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows,
-                               cudaMemcpyDeviceToDevice, stream_of(ctx)));
 }
 
 void concat(KernelContext& ctx) {

@@ -30,4 +30,20 @@ GatherElementsPlan gather_elements_plan(const KernelContext& ctx, const Shape& x
 // An axis in [-rank, rank) made non-negative; fails naming the node otherwise.
 int norm_axis(const KernelContext& ctx, int64_t axis, int rank);
 
+// Row copies of Concat, Split and ConcatGrad: `rows` rows of `width` bytes, row r from
+// src + r·src_pitch to dst + r·dst_pitch, as device copies: one 1-D copy when there is one row or
+// the rows are contiguous on both sides; one 2-D copy (cudaMemcpy2DAsync) when both pitches are
+// at most max_pitch (cudaMemcpy2D fails with cudaErrorInvalidPitchValue above the device's
+// maximum pitch, 2^31 − 1 bytes); else one 1-D copy per row. None for an empty copy.
+struct RowCopy {
+  int64_t dst_offset = 0, src_offset = 0;  // bytes
+  int64_t width = 0, rows = 0;             // rows == 1: a 1-D copy of `width` bytes
+};
+constexpr int64_t kMaxCopyPitch = 2147483647;
+std::vector<RowCopy> plan_row_copies(int64_t dst_pitch, int64_t src_pitch, int64_t width,
+                                     int64_t rows, int64_t max_pitch = kMaxCopyPitch);
+// The plan's copies, queued on the kernel's stream.
+void copy_rows(const KernelContext& ctx, void* dst, int64_t dst_pitch, const void* src,
+               int64_t src_pitch, int64_t width, int64_t rows);
+
 }  // namespace oat::cuda

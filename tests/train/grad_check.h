@@ -201,4 +201,39 @@ inline void check_gradients(const GradCheckCase& c) {
   }
 }
 
+// dLoss/dX for loss = ReduceSum(op(X)) (keepdims 0, so dY = 1) through the autodiff graph, X
+// fed as given (any float dtype; the seed is 1 in X's dtype).
+inline Tensor sum_gradient(const std::string& op, const Tensor& x,
+                           std::map<std::string, Attribute> attrs, int64_t opset = 17) {
+  Graph g;
+  g.opsets[""] = opset;
+  ValueInfo vi;
+  vi.name = "x";
+  vi.dtype = x.dtype();
+  g.inputs.push_back(vi);
+  Node n;
+  n.name = "op";
+  n.op_type = op;
+  n.op = op_from_name(op);
+  n.opset = opset;
+  n.attrs = std::move(attrs);
+  n.inputs = {"x"};
+  n.outputs = {"y"};
+  Node s;
+  s.name = "sum";
+  s.op_type = "ReduceSum";
+  s.op = OpId::ReduceSum;
+  s.opset = opset;
+  s.attrs["keepdims"] = train::GradientContext::attr_int(0);
+  s.inputs = {"y"};
+  s.outputs = {"loss"};
+  g.nodes = {n, s};
+  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
+  Executor ex(g);
+  return ex
+      .run({{"x", x}, {bw.seed, cast_tensor(Tensor::scalar<double>(1.0), x.dtype())}},
+           {bw.grads.at("x")})
+      .at(bw.grads.at("x"));
+}
+
 }  // namespace oat::test

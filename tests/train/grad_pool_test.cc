@@ -119,51 +119,15 @@ TEST_CASE("gradients: GlobalAveragePool and GlobalMaxPool") {
   }
 }
 
-namespace {
-
-// dX of loss = ReduceSum(op(X)) through the autodiff graph.
-Tensor pool_input_grad(const std::string& op, const Tensor& x,
-                       std::map<std::string, Attribute> attrs) {
-  Graph g;
-  g.opsets[""] = 17;
-  Node p;
-  p.name = "pool";
-  p.op_type = op;
-  p.op = op_from_name(op);
-  p.opset = 17;
-  p.attrs = std::move(attrs);
-  p.inputs = {"x"};
-  p.outputs = {"y"};
-  Node s;
-  s.name = "sum";
-  s.op_type = "ReduceSum";
-  s.op = OpId::ReduceSum;
-  s.opset = 17;
-  s.attrs["keepdims"] = int1(0);
-  s.inputs = {"y"};
-  s.outputs = {"loss"};
-  g.nodes = {p, s};
-  ValueInfo vi;
-  vi.name = "x";
-  vi.dtype = x.dtype();
-  g.inputs.push_back(vi);
-  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
-  Executor exec(g);
-  return exec.run({{"x", x}, {bw.seed, Tensor::scalar<float>(1.0f)}}, {bw.grads.at("x")})
-      .at(bw.grads.at("x"));
-}
-
-}  // namespace
-
 TEST_CASE("MaxPool and GlobalMaxPool gradients go to the first maximum on ties (PyTorch's rule)") {
   // Every 2x2 window (stride 1) of a constant 3x3 plane ties: each sends its gradient to its
   // top-left element.
   Tensor x = Tensor::from_vector<float>({1, 1, 3, 3}, std::vector<float>(9, 2.0f));
-  Tensor dx = pool_input_grad("MaxPool", x, {{"kernel_shape", ints({2, 2})}});
+  Tensor dx = test::sum_gradient("MaxPool", x, {{"kernel_shape", ints({2, 2})}});
   CHECK(dx.to_float_vector() == std::vector<float>{1, 1, 0, 1, 1, 0, 0, 0, 0});
   // Global: the first of the two maxima.
   Tensor y = Tensor::from_vector<float>({1, 2, 2, 2}, {0, 3, 1, 3, 5, 5, 5, 1});
-  Tensor dy = pool_input_grad("GlobalMaxPool", y, {});
+  Tensor dy = test::sum_gradient("GlobalMaxPool", y, {});
   CHECK(dy.to_float_vector() == std::vector<float>{0, 1, 0, 0, 1, 0, 0, 0});
 }
 
@@ -179,7 +143,8 @@ TEST_CASE("MaxPool 2x2 stride 2 gradient: ties, NaN, -inf, odd sizes, threaded")
   xp[2] = nan, xp[3] = nan, xp[W + 2] = nan, xp[W + 3] = nan;  // window (0, 1): all NaN
   xp[4] = nan;                                                 // window (0, 2): first is NaN
   xp[H * W + 6] = inf;                                         // window (0, 3) of plane 1
-  Tensor dx = pool_input_grad("MaxPool", x, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  Tensor dx =
+      test::sum_gradient("MaxPool", x, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
   REQUIRE(dx.shape() == x.shape());
   std::vector<float> want(static_cast<size_t>(x.numel()), 0.0f);
   for (int64_t p = 0; p < N * C; ++p)

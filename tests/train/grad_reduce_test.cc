@@ -111,40 +111,6 @@ TEST_CASE("gradients: CumSum runs the other way") {
 
 namespace {
 
-// dLoss/dX for loss = ReduceSum(op(X)) (so dY = 1), X fed as given.
-Tensor sum_gradient(const std::string& op, const Tensor& x,
-                    std::map<std::string, Attribute> attrs) {
-  Graph g;
-  g.opsets[""] = 17;
-  ValueInfo vi;
-  vi.name = "x";
-  vi.dtype = x.dtype();
-  g.inputs.push_back(vi);
-  Node n;
-  n.name = "red";
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 17;
-  n.attrs = std::move(attrs);
-  n.inputs = {"x"};
-  n.outputs = {"y"};
-  Node s;
-  s.name = "sum";
-  s.op_type = "ReduceSum";
-  s.op = OpId::ReduceSum;
-  s.opset = 17;
-  s.attrs["keepdims"] = int1(0);
-  s.inputs = {"y"};
-  s.outputs = {"loss"};
-  g.nodes = {n, s};
-  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
-  Executor ex(g);
-  return ex
-      .run({{"x", x}, {bw.seed, cast_tensor(Tensor::scalar<double>(1.0), x.dtype())}},
-           {bw.grads.at("x")})
-      .at(bw.grads.at("x"));
-}
-
 void check_values(const Tensor& t, const std::vector<double>& want) {
   REQUIRE(t.numel() == static_cast<int64_t>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {
@@ -157,21 +123,22 @@ void check_values(const Tensor& t, const std::vector<double>& want) {
 
 TEST_CASE("gradients: ties of ReduceMax/ReduceMin share dY evenly (as torch.amax)") {
   const Tensor x = Tensor::from_vector<double>({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
-  check_values(sum_gradient("ReduceMax", x, {{"axes", ints({1})}}),
+  check_values(test::sum_gradient("ReduceMax", x, {{"axes", ints({1})}}),
                {0, .5, .5, 0, .25, .25, .25, .25});
-  check_values(sum_gradient("ReduceMin", x, {{"axes", ints({0})}, {"keepdims", int1(0)}}),
+  check_values(test::sum_gradient("ReduceMin", x, {{"axes", ints({0})}, {"keepdims", int1(0)}}),
                {1, 0, 0, 1, 0, 1, 1, 0});
   const Tensor f = Tensor::from_vector<float>({3}, {5, -1, 5});
-  check_values(sum_gradient("ReduceMax", f, {}), {.5, 0, .5});
+  check_values(test::sum_gradient("ReduceMax", f, {}), {.5, 0, .5});
 }
 
 TEST_CASE("gradients: ReduceProd at zeros is the product of the others") {
   // Row 0 has one zero: only it gets Π(others) = 6. Row 1 has two: every gradient is 0.
   const Tensor x = Tensor::from_vector<double>({3, 3}, {0, 2, 3, 0, 0, 5, 2, -1, 4});
-  check_values(sum_gradient("ReduceProd", x, {{"axes", ints({1})}}), {6, 0, 0, 0, 0, 0, -4, 8, -2});
+  check_values(test::sum_gradient("ReduceProd", x, {{"axes", ints({1})}}),
+               {6, 0, 0, 0, 0, 0, -4, 8, -2});
 }
 
 TEST_CASE("gradients: ReduceL2 of an all-zero group has a zero gradient, not NaN") {
   const Tensor x = Tensor::from_vector<double>({2, 2}, {0, 0, 3, 4});
-  check_values(sum_gradient("ReduceL2", x, {{"axes", ints({1})}}), {0, 0, 0.6, 0.8});
+  check_values(test::sum_gradient("ReduceL2", x, {{"axes", ints({1})}}), {0, 0, 0.6, 0.8});
 }

@@ -91,8 +91,10 @@ void tile_grad(KernelContext& ctx) {
   ReducePlan p;
   p.outputs = p.count = 1;
   for (int d = 0; d < dy.rank(); ++d) {
-    if (xs[d] == 0 || dy.shape()[d] % xs[d] != 0)
+    // As the CPU kernel: an empty X dim tiles to an empty dY dim (dX is then empty).
+    if (xs[d] == 0 ? dy.shape()[d] != 0 : dy.shape()[d] % xs[d] != 0)
       ctx.fail(cat("dY ", shape_str(dy.shape()), " is not a tiling of ", shape_str(xs)));
+    if (xs[d] == 0) continue;
     const int64_t reps = dy.shape()[d] / xs[d];
     if (reps > 1) {
       if (p.red_rank == kMaxRank) ctx.fail("too many tiled dimensions for the CUDA kernel");
@@ -109,6 +111,10 @@ void tile_grad(KernelContext& ctx) {
   }
   Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
   if (dx.numel() == 0) return;
+  if (dy.numel() == 0) {  // repeats of 0: X was tiled into nothing, dX = 0 (the plan would read dY)
+    CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), stream_of(ctx)));
+    return;
+  }
   launch_reduce(ReduceOp::Sum, elem_type(dy.dtype()), dy.raw_data(), dx.raw_data(), p,
                 stream_of(ctx));
 }

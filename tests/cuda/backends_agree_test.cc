@@ -184,6 +184,19 @@ const std::vector<Case>& cases() {
     v.push_back({"Div", 17, {}, {flt({2, 3, 4}), pos({4})}});
     v.push_back({"Pow", 17, {}, {pos({3, 4}), flt({1})}});
     v.push_back({"PRelu", 16, {}, {flt({2, 3, 4, 5}), flt({3, 1, 1})}});
+    // Before opset 7 a [C] slope is per channel (axis 1), not numpy-broadcast along W.
+    v.push_back({"PRelu", 6, {}, {flt({2, 3, 4, 5}), flt({3})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "legacy slope"});
+    // NaN stays NaN through Max, Min, Relu and Clip, as on the CPU.
+    const float nan = std::nanf("");
+    for (const char* op : {"Max", "Min"})
+      v.push_back({op, 13, {}, {vals({4}, {nan, 1.f, 2.f, nan}), vals({4}, {1.f, nan, 3.f, nan})},
+                   1, {DType::F32, DType::F16, DType::BF16}, "NaN"});
+    v.push_back({"Relu", 14, {}, {vals({4}, {nan, -1.f, 0.f, 2.f})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "NaN"});
+    v.push_back({"Clip", 13, {}, {vals({4}, {nan, -5.f, 0.5f, 5.f}), vals({}, {-1.f}),
+                                   vals({}, {1.f})}, 1, {DType::F32, DType::F16, DType::BF16},
+                 "NaN"});
     v.push_back({"Sum", 13, {}, {flt({2, 3}), flt({3}), flt({1})}});
     v.push_back({"Add", 17, {}, {flt({64, 65}), flt({64, 65})}, 1, {DType::F32}, "same shape"});
     for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
@@ -429,6 +442,8 @@ const std::vector<Case>& cases() {
                  {flt({3, 2, 2, 2}), ints({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
     v.push_back({"GatherGrad", 1, {}, {flt({6, 5}), ints({4, 5}), ints({1, 1, 3, 0, 1, 3})}});
     v.push_back({"TileGrad", 1, {}, {flt({4, 3, 6}), ints({2, 3, 2})}});
+    v.push_back({"TileGrad", 1, {}, {flt({0, 3, 2}), ints({2, 3, 2})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "repeats 0"});
     v.push_back({"DropoutGrad", 1, {{"ratio", attr_f(0.25f)}}, {flt({3, 17}), bools({3, 17})}});
     // PadGrad, CumSumGrad, ReduceXYGrad, GatherElements(+Grad), PReluGrad
     v.push_back({"PadGrad", 1, {{"mode", attr_s("reflect")}},

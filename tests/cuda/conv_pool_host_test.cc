@@ -253,6 +253,31 @@ TEST_CASE("cuDNN descriptor dims: 1-D padded, packed strides, int overflow refus
   CHECK_THROWS_AS(cudnn_packed_strides({2, 65536, 65536}), Error);
 }
 
+TEST_CASE("cuDNN algorithm choice: succeeded, F32 without TF32, workspace cap, else first allowed") {
+  using oat::cuda::ConvAlgoCandidate;
+  using oat::cuda::kConvWorkspaceCap;
+  using oat::cuda::pick_conv_algo;
+  const size_t big = kConvWorkspaceCap + 1, small = size_t{10} << 20;
+  const std::vector<ConvAlgoCandidate> ranked = {
+      {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_TENSOR_OP_MATH, 0},
+      {CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, 0},  // TF32 for F32 inputs
+      {CUDNN_STATUS_SUCCESS, CUDNN_FMA_MATH, big},
+      {CUDNN_STATUS_SUCCESS, CUDNN_DEFAULT_MATH, small}};
+  CHECK(pick_conv_algo(ranked, DType::F32) == 3);  // not TF32, within the cap
+  CHECK(pick_conv_algo(ranked, DType::F16) == 1);  // the best ranked that succeeded
+  CHECK(pick_conv_algo(ranked, DType::BF16) == 1);
+  // Over the cap everywhere: the first allowed one still runs.
+  CHECK(pick_conv_algo({{CUDNN_STATUS_SUCCESS, CUDNN_FMA_MATH, big},
+                        {CUDNN_STATUS_SUCCESS, CUDNN_FMA_MATH, big + 1}},
+                       DType::F32) == 0);
+  // Nothing usable: -1 (the kernel then fails naming the direction).
+  CHECK(pick_conv_algo({{CUDNN_STATUS_NOT_SUPPORTED, CUDNN_FMA_MATH, 0}}, DType::F16) == -1);
+  CHECK(pick_conv_algo({{CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0}}, DType::F32) == -1);
+  CHECK(pick_conv_algo({}, DType::F32) == -1);
+  CHECK(oat::cuda::ranking_math(DType::F32) == CUDNN_FMA_MATH);
+  CHECK(oat::cuda::ranking_math(DType::F16) == CUDNN_TENSOR_OP_MATH);
+}
+
 #else
 TEST_CASE("CUDA ConvTranspose and MaxPool host rules") {
   MESSAGE("SKIPPED: this build has no CUDA backend");

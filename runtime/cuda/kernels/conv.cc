@@ -2,15 +2,17 @@
 // Each kernel keeps one plan per (X, W, dtype) shape: descriptors and the algorithms cuDNN's
 // heuristics rank first (cudnn_desc.h: no benchmarking, no synchronisation), chosen once and
 // reused; workspaces come from the caching allocator.
-// Math: FP32 accumulation everywhere (compute type FLOAT); F16/BF16 on tensor cores
-// (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference.
+// Math: FP32 accumulation everywhere (compute type FLOAT); F16/BF16 ranked for tensor cores
+// (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference. Each
+// call runs with the math type cuDNN ranked its algorithm with (cudnn_desc.h).
 // Geometry (output size, auto_pad) comes from the CPU's conv_geometry; cuDNN pads symmetrically,
 // so a window whose begin and end padding differ is reported as unsupported.
 //
 //   Y  = X ⋆ W + B                                  (cross-correlation, groups)
 //   dX = cudnnConvolutionBackwardData(W, dY)        dW = ...BackwardFilter(X, dY)
-//   dB[m] = Σ_{n, spatial} dY[n, m, ...]            (...BackwardBias)
-// ConvGrad's grad_type = 1 (FLOAT; runtime/grad_type.h) with F16/BF16 operands: dB is an FP32
+//   dB[m] = Σ_{n, spatial} dY[n, m, ...]            (FP32 reduction, conv_bias.h; the bias add
+//                                                    too)
+// ConvGrad's grad_type = 1 (FLOAT; runtime/grad_type.h) with F16/BF16 operands: dB is the FP32
 // reduction of dY stored in F32 without rounding; dW is NOT direct: cuDNN's legacy backward-filter
 // API writes dW in X's data type, so dW is computed in F16/BF16 into scratch (FP32 accumulation,
 // one rounding) and widened to F32 by one cast kernel.
@@ -24,6 +26,7 @@
 
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/conv_bias.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
@@ -39,13 +42,12 @@ struct ConvPlan {
   // X or W has no elements: no cuDNN call (its descriptors reject 0 dims); Y = B or zeros, the
   // gradients zeros. Only the descriptors of non-empty tensors are set.
   bool empty = false;
-  TensorDesc x, y, bias;
+  TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
-  cudnnConvolutionFwdAlgo_t fwd{};
-  cudnnConvolutionBwdDataAlgo_t bwd_data{};
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
-  size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+  ConvAlgo<cudnnConvolutionFwdAlgo_t> fwd;
+  ConvAlgo<cudnnConvolutionBwdDataAlgo_t> bwd_data;
+  ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> bwd_filter;
 };
 
 // Descriptors for X [N, C, s...] ⋆ W [M, C/group, k...].
@@ -77,12 +79,7 @@ std::unique_ptr<ConvPlan> make_plan(const KernelContext& ctx, const cpu::WindowA
   }
   const DType t = x.dtype();
   plan->empty = x.numel() == 0 || w.numel() == 0;
-  if (numel(plan->y_shape) > 0) {
-    plan->y.set(t, plan->y_shape);
-    Shape bshape(x.rank(), 1);
-    bshape[1] = w.dim(0);
-    plan->bias.set(t, bshape);
-  }
+  if (numel(plan->y_shape) > 0) plan->y.set(t, plan->y_shape);
   if (!plan->empty) {
     plan->x.set(t, x.shape());
     plan->w.set(t, w.shape());
@@ -103,18 +100,12 @@ class PlanCache {
     if (p.empty) return p;
     cudnnHandle_t h = cuda_context(ctx).cudnn();
     if (!backward && !fwd_ready_.count(key)) {
-      const auto f = forward_algo(ctx, h, p.x, p.w, p.conv, p.y);
-      p.fwd = f.algo;
-      p.fwd_ws = f.workspace;
+      p.fwd = forward_algo(ctx, h, p.x, p.w, p.conv, p.y);
       fwd_ready_.insert(key);
     }
     if (backward && !bwd_ready_.count(key)) {
-      const auto d = backward_data_algo(ctx, h, p.w, p.y, p.conv, p.x);
-      p.bwd_data = d.algo;
-      p.bwd_data_ws = d.workspace;
-      const auto f = backward_filter_algo(ctx, h, p.x, p.y, p.conv, p.w);
-      p.bwd_filter = f.algo;
-      p.bwd_filter_ws = f.workspace;
+      p.bwd_data = backward_data_algo(ctx, h, p.w, p.y, p.conv, p.x);
+      p.bwd_filter = backward_filter_algo(ctx, h, p.x, p.y, p.conv, p.w);
       bwd_ready_.insert(key);
     }
     return p;
@@ -151,15 +142,13 @@ class ConvKernel : public OpKernel {
     if (p.empty) {  // C = 0 (an empty sum)
       zero_fill(ctx, y);
     } else {
-      Tensor ws = cc.scratch(p.fwd_ws);
+      Tensor ws = cc.scratch(p.fwd.workspace);
       CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.w.get(),
-                                          w.raw_data(), p.conv.get(), p.fwd, ws.raw_data(),
-                                          p.fwd_ws, &kZero, p.y.get(), y.raw_data()));
+                                          w.raw_data(), p.conv.with_math(p.fwd.math), p.fwd.algo,
+                                          ws.raw_data(), p.fwd.workspace, &kZero, p.y.get(),
+                                          y.raw_data()));
     }
-    if (b) {
-      CUDNN_CHECK(cudnnAddTensor(cc.cudnn(), &kOne, p.bias.get(), b->raw_data(), &kOne, p.y.get(),
-                                 y.raw_data()));
-    }
+    if (b) add_channel_bias(ctx, *b, y);
   }
 
  private:
@@ -192,11 +181,11 @@ class ConvGradKernel : public OpKernel {
       if (p.empty) {
         zero_fill(ctx, dx);
       } else {
-        Tensor ws = cc.scratch(p.bwd_data_ws);
-        CUDNN_CHECK(cudnnConvolutionBackwardData(cc.cudnn(), &kOne, p.w.get(), w.raw_data(),
-                                                 p.y.get(), dy.raw_data(), p.conv.get(), p.bwd_data,
-                                                 ws.raw_data(), p.bwd_data_ws, &kZero, p.x.get(),
-                                                 dx.raw_data()));
+        Tensor ws = cc.scratch(p.bwd_data.workspace);
+        CUDNN_CHECK(cudnnConvolutionBackwardData(
+            cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.y.get(), dy.raw_data(),
+            p.conv.with_math(p.bwd_data.math), p.bwd_data.algo, ws.raw_data(),
+            p.bwd_data.workspace, &kZero, p.x.get(), dx.raw_data()));
       }
     }
     if (ctx.output_requested(1)) {
@@ -206,11 +195,11 @@ class ConvGradKernel : public OpKernel {
       } else {
         // cuDNN writes dW in X's type: with `widen`, into scratch, then one F16/BF16 -> F32 cast.
         Tensor dw_low = widen ? Tensor(w.dtype(), w.shape(), Device::CUDA) : dw;
-        Tensor ws = cc.scratch(p.bwd_filter_ws);
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.x.get(), x.raw_data(),
-                                                   p.y.get(), dy.raw_data(), p.conv.get(),
-                                                   p.bwd_filter, ws.raw_data(), p.bwd_filter_ws,
-                                                   &kZero, p.w.get(), dw_low.raw_data()));
+        Tensor ws = cc.scratch(p.bwd_filter.workspace);
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.y.get(), dy.raw_data(),
+            p.conv.with_math(p.bwd_filter.math), p.bwd_filter.algo, ws.raw_data(),
+            p.bwd_filter.workspace, &kZero, p.w.get(), dw_low.raw_data()));
         if (widen)
           launch_cast(elem_type(w.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
                       dw.numel(), stream_of(ctx));
@@ -218,38 +207,11 @@ class ConvGradKernel : public OpKernel {
     }
     if (ctx.output_requested(2)) {
       Tensor& db = ctx.allocate_output(2, widen ? DType::F32 : x.dtype(), {w.dim(0)});
-      if (dy.numel() == 0)
-        zero_fill(ctx, db);
-      else if (widen)
-        bias_gradient_fp32(ctx, dy, db);
-      else
-        CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
-                                                 &kZero, p.bias.get(), db.raw_data()));
+      channel_bias_grad(ctx, dy, db);
     }
   }
 
  private:
-  // dB[m] = Σ_{n, s} dY[n, m, s] with dY viewed as [N, M, S]: the FP32-accumulating Sum
-  // reduction, its FP32 result stored in the F32 db unrounded.
-  static void bias_gradient_fp32(const KernelContext& ctx, const Tensor& dy, Tensor& db) {
-    const int64_t N = dy.dim(0), M = dy.dim(1);
-    int64_t S = 1;
-    for (int d = 2; d < dy.rank(); ++d) S *= dy.dim(d);
-    ReducePlan p;
-    p.kept_rank = 1;
-    p.kept_dims[0] = M;
-    p.kept_strides[0] = S;
-    p.red_rank = 2;
-    p.red_dims[0] = N;
-    p.red_strides[0] = M * S;
-    p.red_dims[1] = S;
-    p.red_strides[1] = 1;
-    p.outputs = M;
-    p.count = N * S;
-    launch_reduce(ReduceOp::Sum, elem_type(dy.dtype()), ElemType::F32, dy.raw_data(),
-                  db.raw_data(), p, stream_of(ctx));
-  }
-
   cpu::WindowAttrs attrs_;
   int64_t group_;
   bool fp32_weight_grads_;  // grad_type = FLOAT

@@ -9,7 +9,7 @@
 //   Y     = cudnnConvolutionBackwardData(W, dy = X) + B
 //   dX    = cudnnConvolutionForward(x = dY, W)           (the Conv itself, run on dY)
 //   dW    = cudnnConvolutionBackwardFilter(x = dY, dy = X)
-//   dB[m] = Σ_{n, spatial} dY[n, m, ...]                 (cudnnConvolutionBackwardBias)
+//   dB[m] = Σ_{n, spatial} dY[n, m, ...]                 (FP32 reduction; conv_bias.h)
 // FP32 accumulation; F16/BF16 on tensor cores, F32 without TF32 (cudnn_desc.h). Algorithms are
 // chosen once per (X, W, dtype) and cached in the kernel; workspaces from CudaContext::scratch.
 // grad_type = 1 (FLOAT; runtime/grad_type.h) with F16/BF16 operands, as ConvGrad in conv.cc: dB
@@ -38,6 +38,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/conv_bias.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
@@ -89,7 +90,7 @@ struct ConvTransposeAttrs {
 struct Plan {
   Shape y_shape;
   bool empty = false;
-  TensorDesc x, y, bias;  // X [N, C, in...], Y [N, M, out...], B as [1, M, 1...]
+  TensorDesc x, y;  // X [N, C, in...], Y [N, M, out...]
   FilterDesc w;
   ConvDesc conv;
   ConvAlgo<cudnnConvolutionBwdDataAlgo_t> forward;   // Y from X
@@ -124,12 +125,7 @@ std::unique_ptr<Plan> make_plan(const KernelContext& ctx, const ConvTransposeAtt
       transposed_conv_window(ctx, win, a.output_padding, x.shape(), w.shape());
   const DType t = x.dtype();
   plan->empty = x.numel() == 0 || w.numel() == 0;
-  if (numel(plan->y_shape) > 0) {
-    plan->y.set(t, plan->y_shape);
-    Shape bshape(x.rank(), 1);
-    bshape[1] = M;
-    plan->bias.set(t, bshape);
-  }
+  if (numel(plan->y_shape) > 0) plan->y.set(t, plan->y_shape);
   if (!plan->empty) {
     plan->x.set(t, x.shape());
     plan->w.set(t, w.shape());
@@ -193,12 +189,10 @@ class ConvTransposeKernel : public OpKernel {
     } else {
       Tensor ws = cc.scratch(p.forward.workspace);
       CUDNN_CHECK(cudnnConvolutionBackwardData(
-          cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.x.get(), x.raw_data(), p.conv.get(),
-          p.forward.algo, ws.raw_data(), p.forward.workspace, &kZero, p.y.get(), y.raw_data()));
+          cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.x.get(), x.raw_data(),
+          p.conv.with_math(p.forward.math), p.forward.algo, ws.raw_data(), p.forward.workspace, &kZero, p.y.get(), y.raw_data()));
     }
-    if (b)
-      CUDNN_CHECK(cudnnAddTensor(cc.cudnn(), &kOne, p.bias.get(), b->raw_data(), &kOne, p.y.get(),
-                                 y.raw_data()));
+    if (b) add_channel_bias(ctx, *b, y);
   }
 
  private:
@@ -235,15 +229,7 @@ class ConvTransposeGradKernel : public OpKernel {
     if (ctx.output_requested(2)) {
       const int64_t M = p.y_shape[1];
       Tensor& db = ctx.allocate_output(2, wt, {M});
-      if (db.numel() > 0 && dy.numel() == 0) zero_fill(ctx, db);
-      if (dy.numel() > 0 && widen) {
-        // dY as [N, M, S] summed to [M, 1]: the FP32 accumulator stored in the F32 dB.
-        Tensor target = db.reshaped({M, 1});
-        sum_to_shape_into(ctx, dy.reshaped({dy.dim(0), M, dy.numel() / (dy.dim(0) * M)}), target);
-      } else if (dy.numel() > 0) {
-        CUDNN_CHECK(cudnnConvolutionBackwardBias(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
-                                                 &kZero, p.bias.get(), db.raw_data()));
-      }
+      channel_bias_grad(ctx, dy, db);
     }
     if (ctx.output_requested(0)) {
       Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -251,8 +237,8 @@ class ConvTransposeGradKernel : public OpKernel {
       if (!p.empty) {
         Tensor ws = cc.scratch(p.grad_x.workspace);
         CUDNN_CHECK(cudnnConvolutionForward(
-            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.w.get(), w.raw_data(), p.conv.get(),
-            p.grad_x.algo, ws.raw_data(), p.grad_x.workspace, &kZero, p.x.get(), dx.raw_data()));
+            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.w.get(), w.raw_data(),
+            p.conv.with_math(p.grad_x.math), p.grad_x.algo, ws.raw_data(), p.grad_x.workspace, &kZero, p.x.get(), dx.raw_data()));
       }
     }
     if (ctx.output_requested(1)) {
@@ -262,10 +248,10 @@ class ConvTransposeGradKernel : public OpKernel {
         // cuDNN writes dW in X's type: with `widen`, into scratch, then one cast to F32.
         Tensor dw_low = widen ? Tensor(x.dtype(), w.shape(), Device::CUDA) : dw;
         Tensor ws = cc.scratch(p.grad_w.workspace);
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(cc.cudnn(), &kOne, p.y.get(), dy.raw_data(),
-                                                   p.x.get(), x.raw_data(), p.conv.get(),
-                                                   p.grad_w.algo, ws.raw_data(), p.grad_w.workspace,
-                                                   &kZero, p.w.get(), dw_low.raw_data()));
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.x.get(), x.raw_data(),
+            p.conv.with_math(p.grad_w.math), p.grad_w.algo, ws.raw_data(), p.grad_w.workspace,
+            &kZero, p.w.get(), dw_low.raw_data()));
         if (widen)
           launch_cast(elem_type(x.dtype()), ElemType::F32, dw_low.raw_data(), dw.raw_data(),
                       dw.numel(), stream_of(ctx));

@@ -60,32 +60,59 @@ void ConvDesc::set(DType t, const std::vector<int>& pad, const std::vector<int>&
                                               stride.data(), dil.data(), CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(d_, static_cast<int>(group)));
-  CUDNN_CHECK(
-      cudnnSetConvolutionMathType(d_, t == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  math_ = ranking_math(t);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(d_, math_));
+  t_ = t;
+}
+
+cudnnMathType_t ranking_math(DType t) {
+  return t == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+int pick_conv_algo(const std::vector<ConvAlgoCandidate>& c, DType t) {
+  // F32 stays true FP32: CUDNN_TENSOR_OP_MATH(_ALLOW_CONVERSION) would run it as TF32.
+  auto allowed = [&](const ConvAlgoCandidate& a) {
+    return a.status == CUDNN_STATUS_SUCCESS &&
+           (t != DType::F32 || a.math == CUDNN_FMA_MATH || a.math == CUDNN_DEFAULT_MATH);
+  };
+  for (size_t i = 0; i < c.size(); ++i)
+    if (allowed(c[i]) && c[i].memory <= kConvWorkspaceCap) return static_cast<int>(i);
+  for (size_t i = 0; i < c.size(); ++i)
+    if (allowed(c[i])) return static_cast<int>(i);
+  return -1;
 }
 
 namespace {
 
 constexpr int kAlgoCandidates = 8;
 
-template <class Perf>
-auto first_success(const KernelContext& ctx, const Perf* perf, int n, const char* what) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
-  ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
+// The algorithm pick_conv_algo chooses among the n ranked results, with the workspace cuDNN
+// reports for it.
+template <class Algo, class Perf>
+ConvAlgo<Algo> choose(const KernelContext& ctx, const Perf* perf, int n, DType t,
+                      const char* what) {
+  std::vector<ConvAlgoCandidate> c;
+  for (int i = 0; i < n; ++i) c.push_back({perf[i].status, perf[i].mathType, perf[i].memory});
+  const int i = pick_conv_algo(c, t);
+  if (i < 0) ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
+  ConvAlgo<Algo> a;
+  a.algo = perf[i].algo;
+  a.math = perf[i].mathType;
+  return a;
 }
 
 }  // namespace
 
 ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
                                                  const TensorDesc& x, const FilterDesc& w,
-                                                 const ConvDesc& conv, const TensorDesc& y) {
+                                                 ConvDesc& conv, const TensorDesc& y) {
   cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCandidates];
   int n = 0;
+  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x.get(), w.get(), conv.get(), y.get(),
                                                      kAlgoCandidates, &n, perf));
-  ConvAlgo<cudnnConvolutionFwdAlgo_t> a;
-  a.algo = first_success(ctx, perf, n, "forward");
+  auto a = choose<cudnnConvolutionFwdAlgo_t>(ctx, perf, n, conv.dtype(), "forward");
+  conv.with_math(a.math);  // the workspace size depends on it
   CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x.get(), w.get(), conv.get(), y.get(),
                                                       a.algo, &a.workspace));
   return a;
@@ -94,14 +121,15 @@ ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnn
 ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& ctx,
                                                            cudnnHandle_t h, const FilterDesc& w,
                                                            const TensorDesc& dy,
-                                                           const ConvDesc& conv,
+                                                           ConvDesc& conv,
                                                            const TensorDesc& dx) {
   cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgoCandidates];
   int n = 0;
+  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w.get(), dy.get(), conv.get(),
                                                           dx.get(), kAlgoCandidates, &n, perf));
-  ConvAlgo<cudnnConvolutionBwdDataAlgo_t> a;
-  a.algo = first_success(ctx, perf, n, "backward-data");
+  auto a = choose<cudnnConvolutionBwdDataAlgo_t>(ctx, perf, n, conv.dtype(), "backward-data");
+  conv.with_math(a.math);
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w.get(), dy.get(), conv.get(),
                                                            dx.get(), a.algo, &a.workspace));
   return a;
@@ -110,14 +138,16 @@ ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& 
 ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelContext& ctx,
                                                                cudnnHandle_t h, const TensorDesc& x,
                                                                const TensorDesc& dy,
-                                                               const ConvDesc& conv,
+                                                               ConvDesc& conv,
                                                                const FilterDesc& dw) {
   cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgoCandidates];
   int n = 0;
+  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.get(), dy.get(), conv.get(),
                                                             dw.get(), kAlgoCandidates, &n, perf));
-  ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> a;
-  a.algo = first_success(ctx, perf, n, "backward-filter");
+  auto a = choose<cudnnConvolutionBwdFilterAlgo_t>(ctx, perf, n, conv.dtype(),
+                                                    "backward-filter");
+  conv.with_math(a.math);
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x.get(), dy.get(), conv.get(),
                                                              dw.get(), a.algo, &a.workspace));
   return a;

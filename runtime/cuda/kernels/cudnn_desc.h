@@ -48,6 +48,10 @@ class FilterDesc {
   cudnnFilterDescriptor_t d_ = nullptr;
 };
 
+// The math type a convolution's algorithms are ranked with: F32 without TF32 (FMA), F16/BF16
+// on tensor cores.
+cudnnMathType_t ranking_math(DType t);
+
 class ConvDesc {
  public:
   ConvDesc() { CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d_)); }
@@ -60,9 +64,21 @@ class ConvDesc {
   void set(DType t, const std::vector<int>& pad, const std::vector<int>& stride,
            const std::vector<int>& dil, int64_t group);
   cudnnConvolutionDescriptor_t get() const { return d_; }
+  DType dtype() const { return t_; }
+  // The descriptor with math type m (the one its algorithm was chosen with; cuDNN 7.4+ reads
+  // the pair): for one convolution call, made just before it.
+  cudnnConvolutionDescriptor_t with_math(cudnnMathType_t m) {
+    if (m != math_) {
+      CUDNN_CHECK(cudnnSetConvolutionMathType(d_, m));
+      math_ = m;
+    }
+    return d_;
+  }
 
  private:
   cudnnConvolutionDescriptor_t d_ = nullptr;
+  DType t_ = DType::F32;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
 };
 
 class PoolDesc {
@@ -77,29 +93,45 @@ class PoolDesc {
   cudnnPoolingDescriptor_t d_ = nullptr;
 };
 
-// An algorithm for one convolution and the workspace bytes it needs: the first of those
-// cudnnGet*Algorithm_v7 ranks (heuristics only: no benchmarking, no synchronisation) that reports
-// success; fails naming the direction when none does. Argument order as the cuDNN call it plans:
+// An algorithm for one convolution, its math type and the workspace bytes it needs, from the
+// ranking of cudnnGet*Algorithm_v7 (heuristics only: no benchmarking, no synchronisation): the
+// first result that succeeded, whose math type keeps F32 in FP32 (no TF32: FMA or default math)
+// and F16/BF16 on tensor cores where ranked, and whose workspace is at most kConvWorkspaceCap;
+// else the first that succeeded with an allowed math type whatever its workspace (pick_conv_algo).
+// Fails naming the direction when none does. Run it with conv.with_math(algo.math).
+// Argument order as the cuDNN call it plans:
 //   forward:          Y = X ⋆ W                 (x, w, conv, y)
 //   backward data:    dX from W and dY          (w, dy, conv, dx)
 //   backward filter:  dW from X and dY          (x, dy, conv, dw)
 template <class Algo>
 struct ConvAlgo {
   Algo algo{};
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;
 };
+
+constexpr size_t kConvWorkspaceCap = size_t{1} << 30;  // 1 GiB
+
+// One ranked result of cudnnGet*Algorithm_v7, as pick_conv_algo reads it.
+struct ConvAlgoCandidate {
+  cudnnStatus_t status;
+  cudnnMathType_t math;
+  size_t memory;
+};
+// The index in `c` (ranked best first) that the rule above picks for dtype t, or -1 if none.
+int pick_conv_algo(const std::vector<ConvAlgoCandidate>& c, DType t);
 ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
                                                  const TensorDesc& x, const FilterDesc& w,
-                                                 const ConvDesc& conv, const TensorDesc& y);
+                                                 ConvDesc& conv, const TensorDesc& y);
 ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& ctx,
                                                            cudnnHandle_t h, const FilterDesc& w,
                                                            const TensorDesc& dy,
-                                                           const ConvDesc& conv,
+                                                           ConvDesc& conv,
                                                            const TensorDesc& dx);
 ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelContext& ctx,
                                                                cudnnHandle_t h, const TensorDesc& x,
                                                                const TensorDesc& dy,
-                                                               const ConvDesc& conv,
+                                                               ConvDesc& conv,
                                                                const FilterDesc& dw);
 
 }  // namespace oat::cuda

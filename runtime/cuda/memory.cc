@@ -19,7 +19,13 @@ void* raw_alloc(size_t n) {
   return p;
 }
 
-void raw_free(void* p) { cudaFree(p); }
+// Cached blocks are freed on an out-of-memory retry and by empty_cache: kernels queued on any
+// stream may still use them, and cudaFree is only documented to *may* synchronise, so wait for
+// the device first.
+void raw_free(void* p) {
+  cudaDeviceSynchronize();
+  cudaFree(p);
+}
 
 void release_block(void* p) { device_allocator().release(p); }
 
@@ -53,6 +59,10 @@ void copy_bytes(void* dst, bool dst_cuda, const void* src, bool src_cuda, size_t
   if (bytes == 0) return;
   const cudaMemcpyKind kind = dst_cuda ? (src_cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                        : (src_cuda ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  // Outside an executor (t_current.stream is the legacy default stream) the tensor may still be
+  // written by an executor's stream, which is non-blocking, so the legacy stream does not wait for
+  // it: wait for the whole device first.
+  if (!t_current.stream) CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, t_current.stream));
   CUDA_CHECK(cudaStreamSynchronize(t_current.stream));
 }

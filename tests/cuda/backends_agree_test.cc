@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -271,6 +272,12 @@ const std::vector<Case>& cases() {
     v.push_back({"ReduceL1", 13, {{"axes", attr_ints({1})}}, {flt({3, 4, 5})}});
     v.push_back({"ReduceL2", 13, {{"axes", attr_ints({0})}}, {flt({3, 4, 5})}});
     v.push_back({"ReduceLogSumExp", 13, {{"axes", attr_ints({2})}}, {flt({3, 4, 5})}});
+    {  // a +inf maximum gives +inf (not inf − inf = NaN); a row of −inf gives −inf
+      const float inf = std::numeric_limits<float>::infinity();
+      v.push_back({"ReduceLogSumExp", 13, {{"axes", attr_ints({1})}},
+                   {vals({3, 3}, {1.f, inf, 2.f, -inf, -inf, -inf, 0.5f, -1.f, 2.f})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, "infinities"});
+    }
     v.push_back({"ReduceLogSum", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 5})}});
     v.push_back({"ReduceProd", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 3})}});
     v.push_back({"ReduceSum", 13, {}, {flt({4096 + 17}), ints({0})}, 1, {DType::F32}, "long"});

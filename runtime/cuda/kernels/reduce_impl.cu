@@ -61,7 +61,8 @@ __global__ void reduce_kernel(const T* x, TY* y, ReducePlan p) {
       if constexpr (Op == ReduceOp::Mean) acc /= static_cast<float>(p.count);
       if constexpr (Op == ReduceOp::L2) acc = sqrtf(acc);
       if constexpr (Op == ReduceOp::LogSum) acc = logf(acc);
-      if constexpr (Op == ReduceOp::LogSumExp) acc = logf(acc) + shift;
+      // A +inf maximum: inf − inf would make the sum NaN; log Σ exp = +inf (as the CPU gives).
+      if constexpr (Op == ReduceOp::LogSumExp) acc = isinf(shift) ? shift : logf(acc) + shift;
     }
     if (threadIdx.x == 0) y[o] = from_float<TY>(acc);
   }

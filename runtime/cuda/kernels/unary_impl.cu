@@ -45,9 +45,9 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
     // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
     return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
-  if constexpr (Op == UnaryOp::Elu) return x < 0.f ? a * (expf(x) - 1.f) : x;
-  if constexpr (Op == UnaryOp::Selu) return b * (x <= 0.f ? a * (expf(x) - 1.f) : x);
-  if constexpr (Op == UnaryOp::Celu) return fmaxf(0.f, x) + fminf(0.f, a * (expf(x / a) - 1.f));
+  if constexpr (Op == UnaryOp::Elu) return x < 0.f ? a * expm1f(x) : x;
+  if constexpr (Op == UnaryOp::Selu) return b * (x <= 0.f ? a * expm1f(x) : x);
+  if constexpr (Op == UnaryOp::Celu) return fmaxf(0.f, x) + fminf(0.f, a * expm1f(x / a));
   if constexpr (Op == UnaryOp::Softplus) return softplus(x);
   if constexpr (Op == UnaryOp::Softsign) return x / (1.f + fabsf(x));
   if constexpr (Op == UnaryOp::ThresholdedRelu) return x > a ? x : 0.f;

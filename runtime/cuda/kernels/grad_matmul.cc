@@ -14,6 +14,7 @@
 // broadcast batches accumulate into it in FP32 (beta = 1), and dC's reduction stores its FP32 sum;
 // nothing is rounded to 16 bits. dA stays in the operands' dtype.
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/matmul_shape.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/gemm.h"
@@ -43,18 +44,13 @@ void matmul_grad(KernelContext& ctx) {
     ctx.fail(cat("dY ", dtype_name(dy.dtype()), ", A ", dtype_name(a.dtype()), " ",
                  shape_str(a.shape()), " and B ", dtype_name(b.dtype()), " ", shape_str(b.shape()),
                  " must be one float dtype, rank >= 1"));
-  Shape sa = a.shape(), sb = b.shape();
-  if (sa.size() == 1) sa.insert(sa.begin(), 1);
-  if (sb.size() == 1) sb.push_back(1);
-  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-  if (sb[sb.size() - 2] != K)
-    ctx.fail(cat("inner dimensions differ: ", shape_str(a.shape()), " x ", shape_str(b.shape())));
-  const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-  const Shape batch = cpu::broadcast_shapes({ba, bb});
+  const cpu::MatMulShape ms = cpu::matmul_shape(ctx, a.shape(), b.shape());
+  const int64_t M = ms.M, K = ms.K, N = ms.N;
+  const Shape &ba = ms.batch_a, &bb = ms.batch_b, &batch = ms.batch;
   const int64_t nb = numel(batch), mk = M * K, kn = K * N, mn = M * N;
-  if (dy.numel() != nb * mn)
+  if (dy.shape() != ms.out)
     ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match A ", shape_str(a.shape()), " x B ",
-                 shape_str(b.shape())));
+                 shape_str(b.shape()), " = ", shape_str(ms.out)));
   auto full = [&](const Shape& s) {
     Shape padded(batch.size() - s.size(), 1);
     padded.insert(padded.end(), s.begin(), s.end());
@@ -62,16 +58,8 @@ void matmul_grad(KernelContext& ctx) {
   };
   const bool a_full = full(ba), b_full = full(bb);
   const bool a_single = numel(ba) == 1, b_single = numel(bb) == 1;
-  const auto str_a = cpu::broadcast_strides(ba, batch), str_b = cpu::broadcast_strides(bb, batch);
-  // Index of batch entry i in an operand with strides `st` (in matrices).
-  auto entry = [&](int64_t i, const std::vector<int64_t>& st) {
-    int64_t off = 0;
-    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-      off += (i % batch[d]) * st[d];
-      i /= batch[d];
-    }
-    return off;
-  };
+  // Matrix index of batch entry i in A and in B.
+  const auto off_a = cpu::batch_offsets(ba, batch), off_b = cpu::batch_offsets(bb, batch);
   const DType t = a.dtype();
   const DType tw = weight_grads_in_fp32(ctx.node()) ? DType::F32 : t;  // dB's dtype
   if (ctx.output_requested(0)) {
@@ -83,7 +71,7 @@ void matmul_grad(KernelContext& ctx) {
     } else {
       std::vector<bool> written(static_cast<size_t>(numel(ba)), false);
       for (int64_t i = 0; i < nb; ++i) {
-        const int64_t ia = entry(i, str_a), ib = entry(i, str_b);
+        const int64_t ia = off_a[i], ib = off_b[i];
         gemm(ctx, t, g, 1.f, at(dy, i * mn), 0, at(b, ib * kn), 0, written[ia] ? 1.f : 0.f,
              at(da, ia * mk), 0, 1);
         written[ia] = true;
@@ -103,7 +91,7 @@ void matmul_grad(KernelContext& ctx) {
     } else {
       std::vector<bool> written(static_cast<size_t>(numel(bb)), false);
       for (int64_t i = 0; i < nb; ++i) {
-        const int64_t ia = entry(i, str_a), ib = entry(i, str_b);
+        const int64_t ia = off_a[i], ib = off_b[i];
         gemm(ctx, t, tw, GemmShape{true, false, K, N, M}, 1.f, at(a, ia * mk), 0, at(dy, i * mn),
              0, written[ib] ? 1.f : 0.f, at(db, ib * kn), 0, 1);
         written[ib] = true;

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/matmul_shape.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/gemm.h"
@@ -37,33 +38,12 @@ cudaDataType_t cuda_type(DType t) {
 void matmul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.rank() < 1 || b.rank() < 1)
-    ctx.fail(cat("MatMul needs operands of rank >= 1, got ", shape_str(a.shape()), " x ",
-                 shape_str(b.shape())));
   if (a.dtype() != b.dtype())
     ctx.fail(cat("operands have dtypes ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype())));
-  Shape sa = a.shape(), sb = b.shape();
-  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
-  GemmShape g;
-  g.M = sa[sa.size() - 2];
-  g.K = sa.back();
-  g.N = sb.back();
-  if (sb[sb.size() - 2] != g.K)
-    ctx.fail(cat("inner dimensions differ: ", shape_str(a.shape()), " x ", shape_str(b.shape())));
-  const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-  Shape batch;
-  try {
-    batch = cpu::broadcast_shapes({ba, bb});
-  } catch (const Error&) {
-    ctx.fail(cat("batch dimensions do not broadcast: ", shape_str(a.shape()), " x ",
-                 shape_str(b.shape())));
-  }
-  Shape out = batch;
-  if (!a_vec) out.push_back(g.M);
-  if (!b_vec) out.push_back(g.N);
-  Tensor& y = ctx.allocate_output(0, a.dtype(), out);
+  const cpu::MatMulShape ms = cpu::matmul_shape(ctx, a.shape(), b.shape());
+  const GemmShape g{false, false, ms.M, ms.N, ms.K};
+  const Shape &ba = ms.batch_a, &bb = ms.batch_b, &batch = ms.batch;
+  Tensor& y = ctx.allocate_output(0, a.dtype(), ms.out);
   const int64_t nb = numel(batch), mk = g.M * g.K, kn = g.K * g.N, mn = g.M * g.N;
   auto stride_of = [&](const Shape& s, int64_t mat) -> int64_t {
     if (numel(s) == 1) return 0;
@@ -78,23 +58,12 @@ void matmul(KernelContext& ctx) {
     return;
   }
   // Both operands broadcast partly: one GEMM per result matrix.
-  const auto str_a = cpu::broadcast_strides(ba, batch), str_b = cpu::broadcast_strides(bb, batch);
+  const auto off_a = cpu::batch_offsets(ba, batch), off_b = cpu::batch_offsets(bb, batch);
   const size_t es = dtype_size(a.dtype());
-  std::vector<int64_t> idx(batch.size(), 0);
-  for (int64_t i = 0; i < nb; ++i) {
-    int64_t oa = 0, ob = 0;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      oa += idx[d] * str_a[d];
-      ob += idx[d] * str_b[d];
-    }
-    gemm(ctx, a.dtype(), g, 1.f, static_cast<const char*>(a.raw_data()) + oa * mk * es, 0,
-         static_cast<const char*>(b.raw_data()) + ob * kn * es, 0, 0.f,
+  for (int64_t i = 0; i < nb; ++i)
+    gemm(ctx, a.dtype(), g, 1.f, static_cast<const char*>(a.raw_data()) + off_a[i] * mk * es, 0,
+         static_cast<const char*>(b.raw_data()) + off_b[i] * kn * es, 0, 0.f,
          static_cast<char*>(y.raw_data()) + i * mn * es, 0, 1);
-    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < batch[d]) break;
-      idx[d] = 0;
-    }
-  }
 }
 
 // Gemm: Y = alpha·A'·B' + beta·C, A' = transA ? Aᵀ : A ([M,K]), B' likewise ([K,N]), C

@@ -25,6 +25,7 @@
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/low_precision.h"
+#include "runtime/cpu/kernels/reduce_xy.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -115,25 +116,13 @@ void reduce_grad(KernelContext& ctx) {
                          });
 }
 
-enum class XYKind { Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
-
 template <class T>
 class ReduceXYGradKernel : public OpKernel {
  public:
   explicit ReduceXYGradKernel(const Node& n)
       : axes_(n.attr_ints("axes")),
-        noop_(n.attr_int("noop_with_empty_axes", 0) != 0) {
-    const std::string op = n.attr_string("reduce", "");
-    const std::pair<const char*, XYKind> kinds[] = {
-        {"ReduceMax", XYKind::Max},       {"ReduceMin", XYKind::Min},
-        {"ReduceProd", XYKind::Prod},     {"ReduceSumSquare", XYKind::SumSquare},
-        {"ReduceL1", XYKind::L1},         {"ReduceL2", XYKind::L2},
-        {"ReduceLogSum", XYKind::LogSum}, {"ReduceLogSumExp", XYKind::LogSumExp}};
-    bool found = false;
-    for (const auto& [name, k] : kinds)
-      if (op == name) kind_ = k, found = true;
-    if (!found) throw Error(cat(n.describe(), ": unknown reduction '", op, "'"));
-  }
+        noop_(n.attr_int("noop_with_empty_axes", 0) != 0),
+        kind_(parse_xy_reduce(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -231,7 +220,7 @@ class ReduceXYGradKernel : public OpKernel {
  private:
   std::vector<int64_t> axes_;
   bool noop_;
-  XYKind kind_ = XYKind::Max;
+  XYKind kind_;
 };
 
 }  // namespace

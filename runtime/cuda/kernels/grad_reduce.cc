@@ -8,12 +8,19 @@
 //     LogSum LogSumExp; ties of Max/Min share g, Prod's zeros as the CPU kernel), per-output tie
 //     and zero counts in FP32 first where needed (reduce_impl.cu).
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/reduce_xy.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
+
+// cpu::XYKind (the attribute's parse) and the device's XYGrad list the reductions in one order.
+#define OAT_SAME_XY(k) static_cast<int>(cpu::XYKind::k) == static_cast<int>(XYGrad::k)
+static_assert(OAT_SAME_XY(Max) && OAT_SAME_XY(Min) && OAT_SAME_XY(Prod) && OAT_SAME_XY(SumSquare) &&
+              OAT_SAME_XY(L1) && OAT_SAME_XY(L2) && OAT_SAME_XY(LogSum) && OAT_SAME_XY(LogSumExp));
+#undef OAT_SAME_XY
 
 void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out) {
   const Shape& target = out.shape();
@@ -100,18 +107,9 @@ void reduce_grad(KernelContext& ctx) {
 class ReduceXYGradKernel : public OpKernel {
  public:
   explicit ReduceXYGradKernel(const Node& n)
-      : axes_(n.attr_ints("axes")), noop_(n.attr_int("noop_with_empty_axes", 0) != 0) {
-    const std::string op = n.attr_string("reduce", "");
-    const std::pair<const char*, XYGrad> kinds[] = {
-        {"ReduceMax", XYGrad::Max},       {"ReduceMin", XYGrad::Min},
-        {"ReduceProd", XYGrad::Prod},     {"ReduceSumSquare", XYGrad::SumSquare},
-        {"ReduceL1", XYGrad::L1},         {"ReduceL2", XYGrad::L2},
-        {"ReduceLogSum", XYGrad::LogSum}, {"ReduceLogSumExp", XYGrad::LogSumExp}};
-    bool found = false;
-    for (const auto& [name, k] : kinds)
-      if (op == name) kind_ = k, found = true;
-    if (!found) throw Error(cat(n.describe(), ": unknown reduction '", op, "'"));
-  }
+      : axes_(n.attr_ints("axes")),
+        noop_(n.attr_int("noop_with_empty_axes", 0) != 0),
+        kind_(static_cast<XYGrad>(static_cast<int>(cpu::parse_xy_reduce(n)))) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
@@ -162,7 +160,7 @@ class ReduceXYGradKernel : public OpKernel {
  private:
   std::vector<int64_t> axes_;
   bool noop_;
-  XYGrad kind_ = XYGrad::Max;
+  XYGrad kind_;
 };
 
 }  // namespace

@@ -102,4 +102,22 @@ inline PadAmounts pad_amounts(const KernelContext& ctx, const Shape& xs,
   return p;
 }
 
+// Pad's output shape: xs[d] + begin[d] + end[d] per axis. Fails when the (negative) pads crop an
+// axis below zero, or pad an empty axis in any mode but constant (there is nothing to reflect,
+// repeat or wrap).
+inline Shape padded_shape(const KernelContext& ctx, const Shape& xs, const std::vector<int64_t>& pads,
+                          const PadAmounts& pa, PadMode mode) {
+  Shape out(xs.size());
+  for (size_t d = 0; d < xs.size(); ++d) {
+    out[d] = xs[d] + pa.begin[d] + pa.end[d];
+    if (out[d] < 0)
+      ctx.fail(cat("pads ", shape_str(pads), " crop input ", shape_str(xs), " below zero on axis ",
+                   d));
+    if (mode != PadMode::Constant && xs[d] == 0 && out[d] > 0)
+      ctx.fail(cat("cannot pad an empty axis ", d, " of ", shape_str(xs),
+                   " except in constant mode"));
+  }
+  return out;
+}
+
 }  // namespace oat::cpu

@@ -51,17 +51,7 @@ class PadKernel : public OpKernel {
     if (!from_attrs_ && ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
     const cpu::PadAmounts pa = pad_amounts(ctx, x.shape(), pads, axes);
     const std::vector<int64_t>& begin = pa.begin;
-    const std::vector<int64_t>& end = pa.end;
-    Shape out(r);
-    for (int d = 0; d < r; ++d) {
-      out[d] = x.shape()[d] + begin[d] + end[d];
-      if (out[d] < 0)
-        ctx.fail(cat("pads ", shape_str(pads), " crop input ", shape_str(x.shape()),
-                     " below zero on axis ", d));
-      if (mode_ != PadMode::Constant && x.shape()[d] == 0 && out[d] > 0)
-        ctx.fail(cat("cannot pad an empty axis ", d, " of ", shape_str(x.shape()),
-                     " except in constant mode"));
-    }
+    const Shape out = cpu::padded_shape(ctx, x.shape(), pads, pa, mode_);
     Tensor& y = ctx.allocate_output(0, x.dtype(), out);
     if (y.numel() == 0) return;
     // The fill value's bytes.

@@ -6,7 +6,7 @@
 #ifdef OAT_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/common.h"
-#include "runtime/cuda/kernels/prelu_slope.h"
+#include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/kernels/slice_view.h"
 
 using namespace oat;
@@ -87,7 +87,7 @@ TEST_CASE("inputs read on the host: shapes, axes, scalars; never data, lr, step 
   CHECK(reads_on_host(OpId::SoftmaxCrossEntropyLoss, 1));  // targets are range-checked there
 }
 TEST_CASE("PRelu's slope: per channel before opset 7 (legacy), numpy broadcasting after") {
-  using oat::cuda::prelu_slope_view;
+  using oat::cpu::prelu_slope_view;
   // Legacy: a [C] slope on [N, C, H, W] lines up with axis 1, not with W.
   CHECK(prelu_slope_view({2, 3, 4, 5}, {3}, true) == Shape{3, 1, 1});
   CHECK(prelu_slope_view({2, 3}, {3}, true) == Shape{3});

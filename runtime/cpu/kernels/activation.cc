@@ -32,6 +32,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "runtime/cpu/kernels/elementwise_impl.h"
+#include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -295,18 +296,10 @@ void prelu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& slope = ctx.input(1);
   require_same_dtype(ctx, x.dtype(), 0, 2);
-  Shape slope_shape = slope.shape();
-  // Before opset 7 a 1-D slope of size C is per channel (axis 1), as in Caffe: view it as
-  // [C, 1, ..., 1] so numpy broadcasting lines it up with axis 1.
-  if (ctx.node().opset < 7 && slope.rank() == 1 && x.rank() >= 2 && slope.numel() > 1 &&
-      slope.dim(0) == x.dim(1)) {
-    slope_shape = Shape(static_cast<size_t>(x.rank() - 1), 1);
-    slope_shape[0] = slope.dim(0);
-  }
-  const Shape out = broadcast_or_fail(ctx, {x.shape(), slope_shape});
-  if (out != x.shape())
-    ctx.fail(cat("slope shape ", shape_str(slope.shape()),
-                 " does not broadcast unidirectionally to X shape ", shape_str(x.shape())));
+  // Before opset 7 a 1-D slope of size C is per channel (prelu_slope.h).
+  const Shape slope_shape =
+      checked_prelu_slope(ctx, x.shape(), slope.shape(), ctx.node().opset < 7);
+  const Shape& out = x.shape();
   Tensor& y = ctx.allocate_output(0, x.dtype(), out);
   broadcast_binary(x.data<T>(), x.shape(), slope.data<T>(), slope_shape, y.data<T>(), out,
                    [](T v, T s) { return v < T(0) ? s * v : v; });

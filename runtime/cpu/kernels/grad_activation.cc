@@ -34,6 +34,7 @@
 #include <limits>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cpu/kernels/elementwise_impl.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
@@ -271,15 +272,7 @@ class PReluGradKernel : public OpKernel {
       ctx.fail(
           cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
     const Shape& xs = x.shape();
-    Shape ss = slope.shape();
-    if (legacy_ && slope.rank() == 1 && x.rank() >= 2 && slope.numel() > 1 &&
-        slope.dim(0) == x.dim(1)) {  // per-channel slope [C] viewed as [C, 1, ..., 1]
-      ss = Shape(static_cast<size_t>(x.rank() - 1), 1);
-      ss[0] = slope.dim(0);
-    }
-    if (broadcast_or_fail(ctx, {xs, ss}) != xs)
-      ctx.fail(cat("slope shape ", shape_str(slope.shape()),
-                   " does not broadcast unidirectionally to X shape ", shape_str(xs)));
+    const Shape ss = checked_prelu_slope(ctx, xs, slope.shape(), legacy_);  // [C]: [C, 1, ..]
     const T* g = dy.data<T>();
     const T* px = x.data<T>();
     const T* ps = slope.data<T>();

@@ -8,7 +8,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
-#include "runtime/cuda/kernels/prelu_slope.h"
+#include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -43,16 +43,8 @@ void prelu(KernelContext& ctx) {
   const Tensor& slope = ctx.input(1);
   if (x.dtype() != slope.dtype())
     ctx.fail(cat("X has dtype ", dtype_name(x.dtype()), ", slope ", dtype_name(slope.dtype())));
-  const Shape ss = prelu_slope_view(x.shape(), slope.shape(), ctx.node().opset < 7);
-  Shape out;
-  try {
-    out = cpu::broadcast_shapes({x.shape(), ss});
-  } catch (const Error& e) {
-    ctx.fail(e.what());
-  }
-  if (out != x.shape())
-    ctx.fail(cat("slope shape ", shape_str(slope.shape()),
-                 " does not broadcast unidirectionally to X shape ", shape_str(x.shape())));
+  const Shape ss = cpu::checked_prelu_slope(ctx, x.shape(), slope.shape(), ctx.node().opset < 7);
+  const Shape& out = x.shape();
   Tensor& y = ctx.allocate_output(0, x.dtype(), out);
   launch_binary(BinaryOp::PRelu, elem_type(x.dtype()), x.raw_data(), slope.raw_data(),
                 y.raw_data(), y.numel(), make_broadcast_index(out, {x.shape(), ss}),

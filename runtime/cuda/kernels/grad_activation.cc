@@ -11,7 +11,7 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/grad_activation_impl.h"
-#include "runtime/cuda/kernels/prelu_slope.h"
+#include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -69,16 +69,7 @@ class PReluGradKernel : public OpKernel {
       ctx.fail(
           cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
     const Shape& xs = x.shape();
-    const Shape ss = prelu_slope_view(xs, slope.shape(), legacy_);  // [C] -> [C, 1, ..., 1]
-    Shape b;
-    try {
-      b = cpu::broadcast_shapes({xs, ss});
-    } catch (const Error& e) {
-      ctx.fail(e.what());
-    }
-    if (b != xs)
-      ctx.fail(cat("slope shape ", shape_str(slope.shape()),
-                   " does not broadcast unidirectionally to X shape ", shape_str(xs)));
+    const Shape ss = cpu::checked_prelu_slope(ctx, xs, slope.shape(), legacy_);  // [C]: [C, 1..]
     const bool want_dx = ctx.output_requested(0), want_ds = ctx.output_requested(1);
     const cudaStream_t s = stream_of(ctx);
     void* dx = want_dx ? ctx.allocate_output(0, x.dtype(), xs).raw_data() : nullptr;

@@ -126,9 +126,23 @@ std::string fmt_time(double s) {
 EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor>& weights,
                           const Dataset& data, const BatchLayout& layout, LossKind loss,
                           int64_t batch, Device device) {
+  // Weights that replace initializers become the initializers of a copy of the graph rather than
+  // feeds: on a device the executor uploads an initializer once, a feed with every batch.
+  Graph with_weights;
+  const Graph* graph = &model;
+  std::map<std::string, Tensor> feeds;
+  if (!weights.empty()) {
+    with_weights = model;
+    for (const auto& [name, t] : weights) {
+      auto it = with_weights.initializers.find(name);
+      if (it != with_weights.initializers.end()) it->second = t;
+      else feeds[name] = t;
+    }
+    graph = &with_weights;
+  }
   ExecutorOptions eo;
   eo.device = device;
-  Executor exec(model, eo);
+  Executor exec(*graph, eo);
   const std::string& input = [&]() -> const std::string& {
     for (const auto& v : model.inputs)
       if (is_floating(v.dtype)) return v.name;
@@ -140,7 +154,6 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
   std::vector<int64_t> order = epoch_order(data.size(), 0, 0, false);
   BatchPrefetcher pf(data, layout, order, batch, false);
   Batch b;
-  std::map<std::string, Tensor> feeds = weights;
   while (pf.next(b)) {
     feeds[input] = b.inputs;
     std::vector<Tensor> out = exec.run(feeds);

@@ -142,3 +142,33 @@ TEST_CASE("trainer: the trained model exports into the original file's graph and
   CHECK(std::equal(w.data<float>(), w.data<float>() + w.numel(), trained.data<float>()));
   fs::remove_all(fs::path(in).parent_path());
 }
+
+TEST_CASE("evaluate_model: weights replace the initializers (baked into a graph copy, not fed)") {
+  Graph model = models::mlp(3);
+  train::Dataset va = synthetic(70, 2);  // 3 batches of 32, the last partial
+  const train::BatchLayout layout = train::layout_for(model, train::LossKind::CrossEntropy);
+  // Trained-looking weights: every initializer scaled by 0.5.
+  std::map<std::string, Tensor> weights;
+  Graph baked = model;
+  for (auto& [name, t] : baked.initializers) {
+    if (!is_floating(t.dtype())) continue;
+    Tensor s = cast_tensor(t, DType::F32).clone();
+    for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] *= 0.5f;
+    weights[name] = s;
+    t = s;
+  }
+  REQUIRE(!weights.empty());
+  const train::EvalResult with = train::evaluate_model(model, weights, va, layout,
+                                                       train::LossKind::CrossEntropy, 32);
+  const train::EvalResult direct =
+      train::evaluate_model(baked, {}, va, layout, train::LossKind::CrossEntropy, 32);
+  const train::EvalResult original =
+      train::evaluate_model(model, {}, va, layout, train::LossKind::CrossEntropy, 32);
+  CHECK(with.samples == 70);
+  CHECK(with.loss == direct.loss);
+  CHECK(with.accuracy == direct.accuracy);
+  CHECK(with.loss != original.loss);
+  // The caller's model keeps its own initializers.
+  for (const auto& [name, t] : weights)
+    CHECK(model.initializers.at(name).storage() != t.storage());
+}

@@ -114,12 +114,11 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   }
   constants_.resize(slots_.size());
   for (const auto& [name, t] : graph_.initializers) constants_[slots_.at(name)] = t;
-  if (device_ctx_) {
-    ContextScope scope(device_ctx_.get());
-    device_constants_ = constants_;
-    for (Tensor& t : device_constants_)
-      if (uploads(t)) t = device_ctx_->upload(t);
-  }
+  // On a device, floating constants are uploaded at their first run without a feed that replaces
+  // them (run_impl), then kept: the Trainer feeds its device-resident state for the training
+  // graph's parameter and optimizer initializers, which would otherwise be a second, never-read
+  // copy of the whole state in device memory.
+  if (device_ctx_) device_constants_.resize(slots_.size());
 
   // Liveness: the last step reading each slot releases it, unless it is an output or constant.
   std::vector<int> last_use(slots_.size(), -1);
@@ -203,9 +202,28 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
                       device_name(options_.device)));
   DeviceContext* dc = device_ctx_.get();
   ContextScope scope(dc);
-  std::vector<Tensor> values = dc ? device_constants_ : constants_;
-  for (const auto& [name, t] : feeds)  // may override an initializer
-    values[slot_of(name)] = dc && uploads(t) ? dc->upload(t) : t;
+  std::vector<Tensor> values = constants_;
+  std::vector<char> fed(values.size(), 0);
+  for (const auto& [name, t] : feeds) {  // may override an initializer
+    const int slot = slot_of(name);
+    values[slot] = dc && uploads(t) ? dc->upload(t) : t;
+    fed[static_cast<size_t>(slot)] = 1;
+  }
+  if (dc) {
+    std::vector<std::pair<size_t, Tensor>> uploaded;
+    for (size_t s = 0; s < values.size(); ++s) {
+      if (fed[s] || !uploads(constants_[s])) continue;
+      if (device_constants_[s].defined()) values[s] = device_constants_[s];
+      else uploaded.emplace_back(s, values[s] = dc->upload(constants_[s]));
+    }
+    if (!uploaded.empty()) {
+      // Kept only once the copies have run: during a CUDA-graph capture they are merely recorded
+      // (the synchronisation throws and fails the capture), and a capture that is then discarded
+      // would leave buffers that were never written.
+      dc->synchronize();
+      for (auto& [s, t] : uploaded) device_constants_[s] = std::move(t);
+    }
+  }
   std::set<int> fetch_slots;
   for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
 

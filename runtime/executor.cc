@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -285,9 +286,20 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     }
     peak_bytes_ = std::max(peak_bytes_, held);
     if (observer_) {
-      std::vector<Tensor> seen;
+      std::vector<Tensor> seen, before;
       for (int slot : s.out) seen.push_back(slot >= 0 ? to_host(dc, values[slot]) : Tensor());
+      // On a device the observer sees host copies; what it changes in place (check's
+      // --inject-error hook) is copied back, so later nodes see it as they do on the CPU.
+      for (size_t o = 0; o < seen.size(); ++o)
+        before.push_back(s.out[o] >= 0 && values[s.out[o]].device() != Device::CPU
+                             ? seen[o].clone()
+                             : Tensor());
+      const std::vector<Tensor> host = seen;  // shallow: the storage the observer may change
       observer_(node, seen);
+      for (size_t o = 0; o < host.size(); ++o)
+        if (before[o].nbytes() &&
+            std::memcmp(host[o].raw_data(), before[o].raw_data(), before[o].nbytes()) != 0)
+          dc->copy_into(host[o], values[s.out[o]]);
     }
     for (int slot : s.release) {
       if (fetch_slots.count(slot)) continue;

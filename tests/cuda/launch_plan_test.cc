@@ -5,6 +5,7 @@
 
 #ifdef OAT_HAVE_CUDA
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/kernels/batch_norm_impl.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/kernels/slice_view.h"
@@ -127,6 +128,51 @@ TEST_CASE("row copies: 1-D when contiguous or one row, 2-D within the device's p
   REQUIRE(p.size() == 2);
   CHECK(same(p[1], 16, int64_t{3} << 30, 16, 1));
 }
+TEST_CASE("BatchNorm reductions: chunks cover each channel; merged partials give the statistics") {
+  using oat::cuda::bn_split;
+  using oat::cuda::ChannelShape;
+  // Few channels with many elements get many blocks each; every element in exactly one chunk.
+  for (const ChannelShape sh : {ChannelShape{0, 4, 1}, ChannelShape{1, 4, 100},
+                                ChannelShape{32, 64, 112 * 112}, ChannelShape{1000, 3, 1000000}}) {
+    const int64_t m = sh.N * sh.S;
+    const auto sp = bn_split(sh);
+    CAPTURE(m);
+    CHECK(sp.splits >= 1);
+    CHECK(sp.splits <= oat::cuda::kBnMaxSplits);
+    CHECK(sp.splits * sp.chunk >= m);
+    CHECK((sp.splits - 1) * sp.chunk < std::max<int64_t>(m, 1));
+    CHECK(oat::cuda::bn_partial_floats(sh) == 2 * sh.C * sp.splits);
+  }
+  CHECK(bn_split(ChannelShape{32, 64, 112 * 112}).splits == 49);  // 401408 elements, 8192 each
+  // The merge of per-chunk (count, mean, M2) equals the two-pass statistics of the whole.
+  std::vector<double> x;
+  for (int i = 0; i < 1000; ++i) x.push_back(100.0 + std::sin(0.37 * i) * (1 + i % 7));
+  double ref_mu = 0, ref_m2 = 0;
+  for (double v : x) ref_mu += v;
+  ref_mu /= x.size();
+  for (double v : x) ref_m2 += (v - ref_mu) * (v - ref_mu);
+  for (size_t chunk : {1u, 7u, 128u, 999u, 1000u}) {
+    double n = 0, mu = 0, m2 = 0;
+    for (size_t lo = 0; lo < x.size(); lo += chunk) {
+      const size_t hi = std::min(x.size(), lo + chunk);
+      double mb = 0, m2b = 0;
+      for (size_t k = lo; k < hi; ++k) mb += x[k];
+      mb /= static_cast<double>(hi - lo);
+      for (size_t k = lo; k < hi; ++k) m2b += (x[k] - mb) * (x[k] - mb);
+      oat::cuda::bn_merge_stats(n, mu, m2, static_cast<double>(hi - lo), mb, m2b);
+    }
+    CAPTURE(chunk);
+    CHECK(n == 1000.0);
+    CHECK(mu == doctest::Approx(ref_mu).epsilon(1e-12));
+    CHECK(m2 == doctest::Approx(ref_m2).epsilon(1e-10));
+  }
+  double n = 5, mu = 2, m2 = 3;  // an empty block changes nothing
+  oat::cuda::bn_merge_stats(n, mu, m2, 0, 123, 456);
+  CHECK(n == 5);
+  CHECK(mu == 2);
+  CHECK(m2 == 3);
+}
+
 #else
 TEST_CASE("CUDA launch planning") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
 #endif

@@ -79,6 +79,14 @@ ChannelShape per_activation(ChannelShape sh) {
   return sh;
 }
 
+// mean, var [C] (F32) <- the batch statistics of x viewed as sh (scratch from the allocator).
+void batch_stats(const Tensor& x, Tensor& mean, Tensor& var, const ChannelShape& sh,
+                 cudaStream_t s) {
+  Tensor partials(DType::F32, {bn_partial_floats(sh)}, Device::CUDA);
+  launch_bn_stats(elem_type(x.dtype()), x.raw_data(), mean.data<float>(), var.data<float>(),
+                  partials.data<float>(), sh, s);
+}
+
 void batch_norm(KernelContext& ctx) {
   const Node& n = ctx.node();
   bool training;
@@ -102,7 +110,7 @@ void batch_norm(KernelContext& ctx) {
   if (training) {
     mean = Tensor(DType::F32, {sh.C}, Device::CUDA);
     var = Tensor(DType::F32, {sh.C}, Device::CUDA);
-    launch_bn_stats(elem_type(x.dtype()), x.raw_data(), mean.data<float>(), var.data<float>(), sh, s);
+    batch_stats(x, mean, var, sh, s);
   }
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   launch_bn_apply(elem_type(x.dtype()), x.raw_data(), y.raw_data(), mean.data<float>(),
@@ -135,7 +143,7 @@ void instance_norm(KernelContext& ctx) {
   const Tensor bias = param_f32(ctx, 2, C, "B");
   const cudaStream_t s = stream_of(ctx);
   Tensor mean(DType::F32, {sh.C}, Device::CUDA), var(DType::F32, {sh.C}, Device::CUDA);
-  launch_bn_stats(elem_type(x.dtype()), x.raw_data(), mean.data<float>(), var.data<float>(), sh, s);
+  batch_stats(x, mean, var, sh, s);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   launch_bn_apply(elem_type(x.dtype()), x.raw_data(), y.raw_data(), mean.data<float>(),
                   var.data<float>(), scale.data<float>(), bias.data<float>(), eps, sh, s);
@@ -165,7 +173,7 @@ void batch_norm_grad(KernelContext& ctx) {
   if (training) {
     mean = Tensor(DType::F32, {sh.C}, Device::CUDA);
     var = Tensor(DType::F32, {sh.C}, Device::CUDA);
-    launch_bn_stats(elem_type(x.dtype()), x.raw_data(), mean.data<float>(), var.data<float>(), sh, s);
+    batch_stats(x, mean, var, sh, s);
   } else {
     if (!ctx.has_input(3) || !ctx.has_input(4))
       ctx.fail("inference-mode gradient needs the mean and var inputs");
@@ -173,8 +181,10 @@ void batch_norm_grad(KernelContext& ctx) {
     var = param_f32(ctx, 4, C, "var");
   }
   Tensor sum_dy(DType::F32, {sh.C}, Device::CUDA), sum_dyxh(DType::F32, {sh.C}, Device::CUDA);
+  Tensor partials(DType::F32, {bn_partial_floats(sh)}, Device::CUDA);
   launch_bn_grad_sums(elem_type(x.dtype()), dy.raw_data(), x.raw_data(), mean.data<float>(),
-                      var.data<float>(), eps, sum_dy.data<float>(), sum_dyxh.data<float>(), sh, s);
+                      var.data<float>(), eps, sum_dy.data<float>(), sum_dyxh.data<float>(),
+                      partials.data<float>(), sh, s);
   if (ctx.output_requested(0)) {
     Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
     launch_bn_grad_dx(elem_type(x.dtype()), dy.raw_data(), x.raw_data(), mean.data<float>(),

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstdint>
+
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/batch_norm_impl.h"
 #include "runtime/cuda/kernels/block_reduce.cuh"
@@ -7,10 +10,19 @@ namespace oat::cuda {
 
 namespace {
 
-// Element k of channel c: index (n·C + c)·S + s for k = n·S + s.
+// Element k of channel c: index (n·C + c)·S + s for k = n·S + s. I: the index type of the
+// division, uint32_t when every index fits (the launchers choose; 64-bit division is slow on the
+// device).
+template <class I>
 __device__ __forceinline__ int64_t channel_index(int64_t k, int64_t c, ChannelShape sh) {
-  const int64_t n = k / sh.S;
+  const int64_t n = static_cast<int64_t>(static_cast<I>(k) / static_cast<I>(sh.S));
   return (n * sh.C + c) * sh.S + (k - n * sh.S);
+}
+
+// The statistics channel of element i of X.
+template <class I>
+__device__ __forceinline__ int64_t channel_of(int64_t i, ChannelShape sh) {
+  return static_cast<int64_t>((static_cast<I>(i) / static_cast<I>(sh.S)) % static_cast<I>(sh.C));
 }
 
 // The scale/bias entry of statistics channel c.
@@ -18,30 +30,56 @@ __device__ __forceinline__ int64_t param_index(int64_t c, ChannelShape sh) {
   return sh.params > 0 ? c % sh.params : c;
 }
 
-template <class T>
-__global__ void bn_stats_kernel(const T* x, float* mean, float* var, ChannelShape sh) {
-  const int64_t c = blockIdx.x, m = sh.N * sh.S;
-  float s = 0.f;
-  for (int64_t k = threadIdx.x; k < m; k += blockDim.x) s += to_float(x[channel_index(k, c, sh)]);
-  const float mu = m > 0 ? block_sum(s) / static_cast<float>(m) : 0.f;
-  float q = 0.f;
-  for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
-    const float d = to_float(x[channel_index(k, c, sh)]) - mu;
-    q += d * d;
-  }
-  q = block_sum(q);
-  if (threadIdx.x == 0) {
-    mean[c] = mu;
-    var[c] = m > 0 ? q / static_cast<float>(m) : 0.f;
+// Partial statistics (Chan, Golub, LeVeque): block b = c·splits + j takes elements
+// [j·chunk, min(m, (j + 1)·chunk)) of channel c and writes their mean and M2 = Σ (x − mean)²
+// (two passes over its chunk; the second reads it from cache) to part[2b], part[2b + 1].
+template <class T, class I>
+__global__ void bn_partial_stats_kernel(const T* x, float* part, ChannelShape sh, BnSplit sp) {
+  const int64_t m = sh.N * sh.S;
+  for (int64_t b = blockIdx.x; b < sh.C * sp.splits; b += gridDim.x) {
+    const int64_t c = b / sp.splits, lo = (b % sp.splits) * sp.chunk;
+    const int64_t hi = min(m, lo + sp.chunk), cnt = hi > lo ? hi - lo : 0;
+    float s = 0.f;
+    for (int64_t k = lo + threadIdx.x; k < hi; k += blockDim.x)
+      s += to_float(x[channel_index<I>(k, c, sh)]);
+    const float mu = cnt > 0 ? block_sum(s) / static_cast<float>(cnt) : 0.f;
+    float q = 0.f;
+    for (int64_t k = lo + threadIdx.x; k < hi; k += blockDim.x) {
+      const float d = to_float(x[channel_index<I>(k, c, sh)]) - mu;
+      q += d * d;
+    }
+    q = block_sum(q);
+    if (threadIdx.x == 0) {
+      part[2 * b] = mu;
+      part[2 * b + 1] = q;
+    }
   }
 }
 
-template <class T>
+// mean and population variance M2/n of each channel from its `splits` partials, merged in
+// double (bn_merge_stats).
+__global__ void bn_merge_stats_kernel(const float* part, float* mean, float* var, ChannelShape sh,
+                                      BnSplit sp) {
+  const int64_t m = sh.N * sh.S;
+  OAT_GRID_STRIDE_LOOP(c, sh.C) {
+    double n = 0, mu = 0, m2 = 0;
+    for (int64_t j = 0; j < sp.splits; ++j) {
+      const int64_t lo = j * sp.chunk, hi = min(m, lo + sp.chunk);
+      if (hi > lo)
+        bn_merge_stats(n, mu, m2, static_cast<double>(hi - lo), part[2 * (c * sp.splits + j)],
+                       part[2 * (c * sp.splits + j) + 1]);
+    }
+    mean[c] = static_cast<float>(mu);
+    var[c] = n > 0 ? static_cast<float>(m2 / n) : 0.f;
+  }
+}
+
+template <class T, class I>
 __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float* var,
                                 const float* scale, const float* bias, float eps,
                                 ChannelShape sh) {
   OAT_GRID_STRIDE_LOOP(i, sh.N * sh.C * sh.S) {
-    const int64_t c = (i / sh.S) % sh.C, pc = param_index(c, sh);
+    const int64_t c = channel_of<I>(i, sh), pc = param_index(c, sh);
     const float a = scale[pc] * rsqrtf(var[c] + eps);
     y[i] = from_float<T>((to_float(x[i]) - mean[c]) * a + bias[pc]);
   }
@@ -51,33 +89,53 @@ __global__ void blend_kernel(const float* p, const float* q, float* out, float a
   OAT_GRID_STRIDE_LOOP(i, n) { out[i] = p[i] * a + q[i] * (1.f - a); }
 }
 
-template <class T>
-__global__ void bn_grad_sums_kernel(const T* dy, const T* x, const float* mean, const float* var,
-                                    float eps, float* sum_dy, float* sum_dyxh, ChannelShape sh) {
-  const int64_t c = blockIdx.x, m = sh.N * sh.S;
-  const float mu = mean[c], inv = rsqrtf(var[c] + eps);
-  float sg = 0.f, sgx = 0.f;
-  for (int64_t k = threadIdx.x; k < m; k += blockDim.x) {
-    const int64_t i = channel_index(k, c, sh);
-    const float g = to_float(dy[i]);
-    sg += g;
-    sgx += g * (to_float(x[i]) - mu) * inv;
-  }
-  sg = block_sum(sg);
-  sgx = block_sum(sgx);
-  if (threadIdx.x == 0) {
-    sum_dy[c] = sg;
-    sum_dyxh[c] = sgx;
+// Partial gradient sums: block b = c·splits + j sums dY and dY⊙x̂ over its chunk of channel c
+// into part[2b], part[2b + 1].
+template <class T, class I>
+__global__ void bn_partial_grad_sums_kernel(const T* dy, const T* x, const float* mean,
+                                            const float* var, float eps, float* part,
+                                            ChannelShape sh, BnSplit sp) {
+  const int64_t m = sh.N * sh.S;
+  for (int64_t b = blockIdx.x; b < sh.C * sp.splits; b += gridDim.x) {
+    const int64_t c = b / sp.splits, lo = (b % sp.splits) * sp.chunk, hi = min(m, lo + sp.chunk);
+    const float mu = mean[c], inv = rsqrtf(var[c] + eps);
+    float sg = 0.f, sgx = 0.f;
+    for (int64_t k = lo + threadIdx.x; k < hi; k += blockDim.x) {
+      const int64_t i = channel_index<I>(k, c, sh);
+      const float g = to_float(dy[i]);
+      sg += g;
+      sgx += g * (to_float(x[i]) - mu) * inv;
+    }
+    sg = block_sum(sg);
+    sgx = block_sum(sgx);
+    if (threadIdx.x == 0) {
+      part[2 * b] = sg;
+      part[2 * b + 1] = sgx;
+    }
   }
 }
 
-template <class T>
+// sum_dy[c], sum_dyxh[c]: the channel's partial sums added in double.
+__global__ void bn_merge_sums_kernel(const float* part, float* sum_dy, float* sum_dyxh,
+                                     ChannelShape sh, BnSplit sp) {
+  OAT_GRID_STRIDE_LOOP(c, sh.C) {
+    double a = 0, b = 0;
+    for (int64_t j = 0; j < sp.splits; ++j) {
+      a += part[2 * (c * sp.splits + j)];
+      b += part[2 * (c * sp.splits + j) + 1];
+    }
+    sum_dy[c] = static_cast<float>(a);
+    sum_dyxh[c] = static_cast<float>(b);
+  }
+}
+
+template <class T, class I>
 __global__ void bn_grad_dx_kernel(const T* dy, const T* x, const float* mean, const float* var,
                                   const float* scale, const float* sum_dy, const float* sum_dyxh,
                                   bool training, float eps, T* dx, ChannelShape sh) {
   const float m = static_cast<float>(sh.N * sh.S);
   OAT_GRID_STRIDE_LOOP(i, sh.N * sh.C * sh.S) {
-    const int64_t c = (i / sh.S) % sh.C;
+    const int64_t c = channel_of<I>(i, sh);
     const float inv = rsqrtf(var[c] + eps);
     const float g = to_float(dy[i]);
     float v = g;
@@ -91,16 +149,36 @@ __global__ void bn_grad_dx_kernel(const T* dy, const T* x, const float* mean, co
 
 int threads_for(int64_t m) { return m >= 1024 ? 256 : (m >= 128 ? 128 : 32); }
 
+// Dispatches f(tag of T, tag of I): the index type uint32_t when every element index of X fits.
+template <class F>
+void dispatch_bn(ElemType t, const char* where, const ChannelShape& sh, F&& f) {
+  const bool narrow = sh.N * sh.C * sh.S <= static_cast<int64_t>(UINT32_MAX);
+  dispatch_float(t, where, [&](auto tag) {
+    if (narrow)
+      f(tag, uint32_t{});
+    else
+      f(tag, int64_t{});
+  });
+}
+
+unsigned partial_blocks(const ChannelShape& sh, const BnSplit& sp) {
+  return static_cast<unsigned>(std::min<int64_t>(sh.C * sp.splits, int64_t{1} << 30));
+}
+
 }  // namespace
 
-void launch_bn_stats(ElemType t, const void* x, float* mean, float* var, ChannelShape sh,
-                     cudaStream_t s) {
+void launch_bn_stats(ElemType t, const void* x, float* mean, float* var, float* partials,
+                     ChannelShape sh, cudaStream_t s) {
   if (sh.C == 0) return;
-  dispatch_float(t, "BatchNormalization", [&](auto tag) {
+  const BnSplit sp = bn_split(sh);
+  dispatch_bn(t, "BatchNormalization", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
-    bn_stats_kernel<T><<<static_cast<unsigned>(sh.C), threads_for(sh.N * sh.S), 0, s>>>(
-        static_cast<const T*>(x), mean, var, sh);
+    using I = decltype(itag);
+    bn_partial_stats_kernel<T, I><<<partial_blocks(sh, sp), threads_for(sp.chunk), 0, s>>>(
+        static_cast<const T*>(x), partials, sh, sp);
   });
+  CUDA_CHECK_LAUNCH();
+  bn_merge_stats_kernel<<<blocks_for(sh.C), kThreads, 0, s>>>(partials, mean, var, sh, sp);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -109,9 +187,10 @@ void launch_bn_apply(ElemType t, const void* x, void* y, const float* mean, cons
                      cudaStream_t s) {
   const int64_t n = sh.N * sh.C * sh.S;
   if (n == 0) return;
-  dispatch_float(t, "BatchNormalization", [&](auto tag) {
+  dispatch_bn(t, "BatchNormalization", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
-    bn_apply_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+    using I = decltype(itag);
+    bn_apply_kernel<T, I><<<blocks_for(n), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<T*>(y), mean, var, scale, bias, eps, sh);
   });
   CUDA_CHECK_LAUNCH();
@@ -126,13 +205,17 @@ void launch_bn_blend(const float* p, const float* q, float* out, float a, int64_
 
 void launch_bn_grad_sums(ElemType t, const void* dy, const void* x, const float* mean,
                          const float* var, float eps, float* sum_dy, float* sum_dyxh,
-                         ChannelShape sh, cudaStream_t s) {
+                         float* partials, ChannelShape sh, cudaStream_t s) {
   if (sh.C == 0) return;
-  dispatch_float(t, "BatchNormalizationGrad", [&](auto tag) {
+  const BnSplit sp = bn_split(sh);
+  dispatch_bn(t, "BatchNormalizationGrad", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
-    bn_grad_sums_kernel<T><<<static_cast<unsigned>(sh.C), threads_for(sh.N * sh.S), 0, s>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(x), mean, var, eps, sum_dy, sum_dyxh, sh);
+    using I = decltype(itag);
+    bn_partial_grad_sums_kernel<T, I><<<partial_blocks(sh, sp), threads_for(sp.chunk), 0, s>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x), mean, var, eps, partials, sh, sp);
   });
+  CUDA_CHECK_LAUNCH();
+  bn_merge_sums_kernel<<<blocks_for(sh.C), kThreads, 0, s>>>(partials, sum_dy, sum_dyxh, sh, sp);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -142,9 +225,10 @@ void launch_bn_grad_dx(ElemType t, const void* dy, const void* x, const float* m
                        cudaStream_t s) {
   const int64_t n = sh.N * sh.C * sh.S;
   if (n == 0) return;
-  dispatch_float(t, "BatchNormalizationGrad", [&](auto tag) {
+  dispatch_bn(t, "BatchNormalizationGrad", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
-    bn_grad_dx_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+    using I = decltype(itag);
+    bn_grad_dx_kernel<T, I><<<blocks_for(n), kThreads, 0, s>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), mean, var, scale, sum_dy, sum_dyxh,
         training, eps, static_cast<T*>(dx), sh);
   });

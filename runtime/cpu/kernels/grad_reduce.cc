@@ -129,24 +129,14 @@ class ReduceXYGradKernel : public OpKernel {
     const Tensor& x = ctx.input(1);
     const Tensor& y = ctx.input(2);
     const Shape& xs = x.shape();
-    const int rank = x.rank();
     std::vector<int64_t> axes = axes_;
     if (const Tensor* a = ctx.input_or_null(3)) axes = a->to_int_vector();
-    std::vector<bool> reduced(rank, axes.empty());
     if (axes.empty() && noop_) {  // the forward op was the identity
       ctx.set_output(0, dy);
       return;
     }
-    for (int64_t a : axes) {
-      if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
-      reduced[a < 0 ? a + rank : a] = true;
-    }
-    Shape kept(xs);  // Y's shape with keepdims
-    for (int d = 0; d < rank; ++d)
-      if (reduced[d]) kept[d] = 1;
-    if (numel(kept) != dy.numel() || numel(kept) != y.numel())
-      ctx.fail(cat("gradient ", shape_str(dy.shape()), " and output ", shape_str(y.shape()),
-                   " do not match the reduction of ", shape_str(xs)));
+    const XYReduction red = xy_reduction(ctx, xs, axes, dy, y);
+    const Shape& kept = red.kept;  // Y's shape with keepdims
     Tensor& dxt = ctx.allocate_output(0, dy.dtype(), xs);
     if (dxt.numel() == 0) return;
     const T* xp = x.data<T>();

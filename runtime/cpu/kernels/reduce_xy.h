@@ -5,9 +5,11 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/graph.h"
+#include "runtime/kernel.h"
 
 namespace oat::cpu {
 
@@ -24,6 +26,29 @@ inline XYKind parse_xy_reduce(const Node& n) {
   for (const auto& [name, k] : kinds)
     if (op == name) return k;
   throw Error(cat(n.describe(), ": unknown reduction '", op, "'"));
+}
+
+// The axes X [xs] is reduced over (flags; `axes` empty: every axis) and Y's shape with
+// keepdims. Fails on an axis outside [-rank, rank), and unless dY and Y have that shape's size.
+struct XYReduction {
+  std::vector<bool> reduced;
+  Shape kept;
+};
+inline XYReduction xy_reduction(const KernelContext& ctx, const Shape& xs,
+                                const std::vector<int64_t>& axes, const Tensor& dy,
+                                const Tensor& y) {
+  const int rank = static_cast<int>(xs.size());
+  XYReduction r{std::vector<bool>(xs.size(), axes.empty()), xs};
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
+    r.reduced[a < 0 ? a + rank : a] = true;
+  }
+  for (int d = 0; d < rank; ++d)
+    if (r.reduced[d]) r.kept[d] = 1;
+  if (numel(r.kept) != dy.numel() || numel(r.kept) != y.numel())
+    ctx.fail(cat("gradient ", shape_str(dy.shape()), " and output ", shape_str(y.shape()),
+                 " do not match the reduction of ", shape_str(xs)));
+  return r;
 }
 
 }  // namespace oat::cpu

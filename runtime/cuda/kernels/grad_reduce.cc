@@ -116,7 +116,6 @@ class ReduceXYGradKernel : public OpKernel {
     const Tensor& x = ctx.input(1);
     const Tensor& y = ctx.input(2);
     const Shape& xs = x.shape();
-    const int rank = x.rank();
     std::vector<int64_t> axes = axes_;
     if (ctx.has_input(3)) axes = host_input(ctx, 3).to_int_vector();
     if (axes.empty() && noop_) {  // the forward op was the identity
@@ -126,17 +125,9 @@ class ReduceXYGradKernel : public OpKernel {
     if (x.dtype() != dy.dtype() || y.dtype() != dy.dtype())
       ctx.fail(cat("dY, X and Y must have one dtype, got ", dtype_name(dy.dtype()), ", ",
                    dtype_name(x.dtype()), ", ", dtype_name(y.dtype())));
-    std::vector<bool> reduced(rank, axes.empty());
-    for (int64_t a : axes) {
-      if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
-      reduced[a < 0 ? a + rank : a] = true;
-    }
-    Shape kept(xs);  // Y's shape with keepdims
-    for (int d = 0; d < rank; ++d)
-      if (reduced[d]) kept[d] = 1;
-    if (numel(kept) != dy.numel() || numel(kept) != y.numel())
-      ctx.fail(cat("gradient ", shape_str(dy.shape()), " and output ", shape_str(y.shape()),
-                   " do not match the reduction of ", shape_str(xs)));
+    const cpu::XYReduction red = cpu::xy_reduction(ctx, xs, axes, dy, y);
+    const std::vector<bool>& reduced = red.reduced;
+    const Shape& kept = red.kept;  // Y's shape with keepdims
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
     if (dx.numel() == 0) return;
     const cudaStream_t s = stream_of(ctx);

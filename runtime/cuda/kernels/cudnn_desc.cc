@@ -86,18 +86,25 @@ namespace {
 
 constexpr int kAlgoCandidates = 8;
 
-// The algorithm pick_conv_algo chooses among the n ranked results, with the workspace cuDNN
-// reports for it.
-template <class Algo, class Perf>
-ConvAlgo<Algo> choose(const KernelContext& ctx, const Perf* perf, int n, DType t,
-                      const char* what) {
+// One direction's algorithm: cuDNN ranks candidates under the dtype's math type (`rank(perf,
+// &n)`), pick_conv_algo chooses, and the workspace is sized under the pick's own math type
+// (`workspace(algo, &bytes)`), which the convolution call then runs with.
+template <class Perf, class Rank, class Workspace>
+auto plan_algo(const KernelContext& ctx, ConvDesc& conv, const char* what, Rank rank,
+               Workspace workspace) {
+  Perf perf[kAlgoCandidates];
+  int n = 0;
+  conv.with_math(ranking_math(conv.dtype()));  // not the last pick's
+  CUDNN_CHECK(rank(perf, &n));
   std::vector<ConvAlgoCandidate> c;
   for (int i = 0; i < n; ++i) c.push_back({perf[i].status, perf[i].mathType, perf[i].memory});
-  const int i = pick_conv_algo(c, t);
+  const int i = pick_conv_algo(c, conv.dtype());
   if (i < 0) ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
-  ConvAlgo<Algo> a;
+  ConvAlgo<decltype(perf[0].algo)> a;
   a.algo = perf[i].algo;
   a.math = perf[i].mathType;
+  conv.with_math(a.math);
+  CUDNN_CHECK(workspace(a.algo, &a.workspace));
   return a;
 }
 
@@ -106,16 +113,16 @@ ConvAlgo<Algo> choose(const KernelContext& ctx, const Perf* perf, int n, DType t
 ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
                                                  const TensorDesc& x, const FilterDesc& w,
                                                  ConvDesc& conv, const TensorDesc& y) {
-  cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCandidates];
-  int n = 0;
-  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
-  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x.get(), w.get(), conv.get(), y.get(),
-                                                     kAlgoCandidates, &n, perf));
-  auto a = choose<cudnnConvolutionFwdAlgo_t>(ctx, perf, n, conv.dtype(), "forward");
-  conv.with_math(a.math);  // the workspace size depends on it
-  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x.get(), w.get(), conv.get(), y.get(),
-                                                      a.algo, &a.workspace));
-  return a;
+  return plan_algo<cudnnConvolutionFwdAlgoPerf_t>(
+      ctx, conv, "forward",
+      [&](cudnnConvolutionFwdAlgoPerf_t* perf, int* n) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(h, x.get(), w.get(), conv.get(), y.get(),
+                                                      kAlgoCandidates, n, perf);
+      },
+      [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, x.get(), w.get(), conv.get(), y.get(),
+                                                       algo, bytes);
+      });
 }
 
 ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& ctx,
@@ -123,16 +130,16 @@ ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& 
                                                            const TensorDesc& dy,
                                                            ConvDesc& conv,
                                                            const TensorDesc& dx) {
-  cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgoCandidates];
-  int n = 0;
-  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
-  CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w.get(), dy.get(), conv.get(),
-                                                          dx.get(), kAlgoCandidates, &n, perf));
-  auto a = choose<cudnnConvolutionBwdDataAlgo_t>(ctx, perf, n, conv.dtype(), "backward-data");
-  conv.with_math(a.math);
-  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w.get(), dy.get(), conv.get(),
-                                                           dx.get(), a.algo, &a.workspace));
-  return a;
+  return plan_algo<cudnnConvolutionBwdDataAlgoPerf_t>(
+      ctx, conv, "backward-data",
+      [&](cudnnConvolutionBwdDataAlgoPerf_t* perf, int* n) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w.get(), dy.get(), conv.get(),
+                                                           dx.get(), kAlgoCandidates, n, perf);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, w.get(), dy.get(), conv.get(),
+                                                            dx.get(), algo, bytes);
+      });
 }
 
 ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelContext& ctx,
@@ -140,17 +147,16 @@ ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelConte
                                                                const TensorDesc& dy,
                                                                ConvDesc& conv,
                                                                const FilterDesc& dw) {
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgoCandidates];
-  int n = 0;
-  conv.with_math(ranking_math(conv.dtype()));  // rank for the dtype's math, not the last pick
-  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.get(), dy.get(), conv.get(),
-                                                            dw.get(), kAlgoCandidates, &n, perf));
-  auto a = choose<cudnnConvolutionBwdFilterAlgo_t>(ctx, perf, n, conv.dtype(),
-                                                    "backward-filter");
-  conv.with_math(a.math);
-  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x.get(), dy.get(), conv.get(),
-                                                             dw.get(), a.algo, &a.workspace));
-  return a;
+  return plan_algo<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      ctx, conv, "backward-filter",
+      [&](cudnnConvolutionBwdFilterAlgoPerf_t* perf, int* n) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.get(), dy.get(), conv.get(),
+                                                             dw.get(), kAlgoCandidates, n, perf);
+      },
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x.get(), dy.get(), conv.get(),
+                                                              dw.get(), algo, bytes);
+      });
 }
 
 }  // namespace oat::cuda

@@ -75,32 +75,19 @@ template <class T>
 void reduce_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Shape xs = ctx.input(1).to_int_vector();
-  const int rank = static_cast<int>(xs.size());
   const Node& n = ctx.node();
   std::vector<int64_t> axes = n.attr_ints("axes");
   if (const Tensor* a = ctx.input_or_null(2)) axes = a->to_int_vector();
   const bool keepdims = n.attr_int("keepdims", 1) != 0;
   const bool noop = n.attr_int("noop_with_empty_axes", 0) != 0;
   const bool mean = n.attr_int("mean", 0) != 0;
-  std::vector<bool> reduced(rank, false);
-  if (axes.empty()) {
-    if (noop) {  // the forward op was the identity
-      ctx.set_output(0, dy);
-      return;
-    }
-    reduced.assign(rank, true);
+  if (axes.empty() && noop) {  // the forward op was the identity
+    ctx.set_output(0, dy);
+    return;
   }
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
-    reduced[a < 0 ? a + rank : a] = true;
-  }
-  Shape kept(xs);  // dY's shape with keepdims
-  int64_t count = 1;
-  for (int d = 0; d < rank; ++d)
-    if (reduced[d]) {
-      count *= xs[d];
-      kept[d] = 1;
-    }
+  const AxisReduction red = axis_reduction(ctx, xs, axes);
+  const Shape& kept = red.kept;  // dY's shape with keepdims
+  const int64_t count = red.count;
   if (numel(kept) != dy.numel())
     ctx.fail(cat("gradient shape ", shape_str(dy.shape()), " does not match the reduction of ",
                  shape_str(xs), (keepdims ? " with" : " without"), " keepdims"));

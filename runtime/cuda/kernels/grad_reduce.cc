@@ -72,26 +72,16 @@ void sum_to_shape(KernelContext& ctx) {
 void reduce_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Shape xs = host_input(ctx, 1).to_int_vector();
-  const int rank = static_cast<int>(xs.size());
   const Node& n = ctx.node();
   std::vector<int64_t> axes = n.attr_ints("axes");
   if (ctx.has_input(2)) axes = host_input(ctx, 2).to_int_vector();
-  std::vector<bool> reduced(rank, axes.empty());
   if (axes.empty() && n.attr_int("noop_with_empty_axes", 0) != 0) {
     ctx.set_output(0, dy);
     return;
   }
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) ctx.fail(cat("axis ", a, " out of range for rank ", rank));
-    reduced[a < 0 ? a + rank : a] = true;
-  }
-  Shape kept(xs);
-  int64_t count = 1;
-  for (int d = 0; d < rank; ++d)
-    if (reduced[d]) {
-      count *= xs[d];
-      kept[d] = 1;
-    }
+  const cpu::AxisReduction red = cpu::axis_reduction(ctx, xs, axes);
+  const Shape& kept = red.kept;
+  const int64_t count = red.count;
   if (numel(kept) != dy.numel())
     ctx.fail(cat("gradient shape ", shape_str(dy.shape()), " does not match the reduction of ",
                  shape_str(xs)));

@@ -267,12 +267,8 @@ class PReluGradKernel : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& slope = ctx.input(2);
-    require_like_grad(ctx, dy, x, 1);
-    if (slope.dtype() != x.dtype())
-      ctx.fail(
-          cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
+    const Shape ss = checked_prelu_grad_slope(ctx, dy, x, slope, legacy_);  // [C]: [C, 1, ..]
     const Shape& xs = x.shape();
-    const Shape ss = checked_prelu_slope(ctx, xs, slope.shape(), legacy_);  // [C]: [C, 1, ..]
     const T* g = dy.data<T>();
     const T* px = x.data<T>();
     const T* ps = slope.data<T>();

@@ -37,4 +37,16 @@ inline Shape checked_prelu_slope(const KernelContext& ctx, const Shape& x, const
   return s;
 }
 
+// PReluGrad's operands (dY, X, slope): X must have dY's dtype and shape and the slope X's dtype;
+// then checked_prelu_slope. Shared by the CPU and CUDA PReluGrad kernels.
+inline Shape checked_prelu_grad_slope(const KernelContext& ctx, const Tensor& dy, const Tensor& x,
+                                      const Tensor& slope, bool legacy) {
+  if (x.dtype() != dy.dtype() || x.shape() != dy.shape())
+    ctx.fail(cat("input 1 is ", dtype_name(x.dtype()), " ", shape_str(x.shape()),
+                 " but the gradient dY is ", dtype_name(dy.dtype()), " ", shape_str(dy.shape())));
+  if (slope.dtype() != x.dtype())
+    ctx.fail(cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
+  return checked_prelu_slope(ctx, x.shape(), slope.shape(), legacy);
+}
+
 }  // namespace oat::cpu

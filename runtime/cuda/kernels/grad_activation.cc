@@ -61,15 +61,8 @@ class PReluGradKernel : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& slope = ctx.input(2);
-    if (x.dtype() != dy.dtype() || x.shape() != dy.shape())
-      ctx.fail(cat("input 1 is ", dtype_name(x.dtype()), " ", shape_str(x.shape()),
-                   " but the gradient dY is ", dtype_name(dy.dtype()), " ",
-                   shape_str(dy.shape())));
-    if (slope.dtype() != x.dtype())
-      ctx.fail(
-          cat("slope has dtype ", dtype_name(slope.dtype()), ", X has ", dtype_name(x.dtype())));
+    const Shape ss = cpu::checked_prelu_grad_slope(ctx, dy, x, slope, legacy_);  // [C]: [C, 1..]
     const Shape& xs = x.shape();
-    const Shape ss = cpu::checked_prelu_slope(ctx, xs, slope.shape(), legacy_);  // [C]: [C, 1..]
     const bool want_dx = ctx.output_requested(0), want_ds = ctx.output_requested(1);
     const cudaStream_t s = stream_of(ctx);
     void* dx = want_dx ? ctx.allocate_output(0, x.dtype(), xs).raw_data() : nullptr;

@@ -110,6 +110,29 @@ TEST_CASE("Slice: negative steps, clamped INT64 ends, opset 9 attributes") {
   CHECK_THROWS_AS(run1("Slice", 13, {}, {x, i64({0}), i64({1}), i64({0}), i64({0})}), Error);
 }
 
+TEST_CASE("Slice and SliceGrad: one geometry (slice_geometry.h) with the same checks") {
+  using doctest::Contains;
+  Tensor x = iota_f({3, 4});
+  CHECK_THROWS_WITH_AS(run1("Slice", 13, {}, {x, i64({0, 0}), i64({1, 1}), i64({1, 1})}),
+                       Contains("slice axis 1 is repeated in [1, 1]"), Error);
+  CHECK_THROWS_WITH_AS(run1("Slice", 13, {}, {x, i64({0}), i64({1}), i64({0}), i64({0})}),
+                       Contains("slice step for axis 0 is 0"), Error);
+  CHECK_THROWS_WITH_AS(run1("Slice", 13, {}, {x, i64({0, 0}), i64({1})}),
+                       Contains("differ in length"), Error);
+  CHECK_THROWS_WITH_AS(run1("Slice", 13, {}, {x, i64({0}), i64({1}), i64({2})}),
+                       Contains("slice axis 2 is out of range for rank 2"), Error);
+  // dX = 0 with dY at X[:, 1::2].
+  Tensor dy = iota_f({3, 2});
+  Tensor dx = run1("SliceGrad", 1, {}, {dy, i64({3, 4}), i64({1}), i64({100}), i64({1}), i64({2})});
+  CHECK(fvec(dx) == std::vector<float>{0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5});
+  // SliceGrad does not check for repeated axes: the later entry wins (X[:, 1:3]).
+  dx = run1("SliceGrad", 1, {}, {dy, i64({3, 4}), i64({0, 1}), i64({1, 3}), i64({1, 1})});
+  CHECK(fvec(dx) == std::vector<float>{0, 0, 1, 0, 0, 2, 3, 0, 0, 4, 5, 0});
+  CHECK_THROWS_WITH_AS(
+      run1("SliceGrad", 1, {}, {dy, i64({3, 4}), i64({0}), i64({1}), i64({0}), i64({0})}),
+      Contains("slice step for axis 0 is 0"), Error);
+}
+
 TEST_CASE("Gather: axis 1 with 2-D and negative indices; out-of-range indices fail") {
   Tensor x = iota_f({2, 3, 2});
   Tensor ind = Tensor::from_vector<int64_t>({2, 2}, {2, 0, -1, 1});

@@ -23,6 +23,7 @@
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/kernels/pad_geometry.h"
+#include "runtime/cpu/kernels/slice_geometry.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -68,49 +69,17 @@ class SliceGradKernel : public OpKernel {
       axes = optional_ints(ctx, 4);
       steps = optional_ints(ctx, 5);
     }
-    const size_t k = starts.size();
-    if (axes.empty())
-      for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
-    if (steps.empty()) steps.assign(k, 1);
-    if (ends.size() != k || axes.size() != k || steps.size() != k)
-      ctx.fail(cat("starts ", shape_str(starts), ", ends ", shape_str(ends), ", axes ",
-                   shape_str(axes), " and steps ", shape_str(steps), " differ in length"));
-    // The forward's geometry (slice.cc): first element and step per axis, and dY's shape.
-    std::vector<int64_t> start(r, 0), step(r, 1);
-    Shape out = xs;
-    for (size_t i = 0; i < k; ++i) {
-      const int a = normalize_axis(ctx, axes[i], r, "slice axis");
-      const int64_t n = xs[a], st = steps[i];
-      if (st == 0) ctx.fail(cat("slice step for axis ", axes[i], " is 0"));
-      int64_t b = starts[i], e = ends[i], count;
-      if (b < 0) b += n;
-      if (e < 0) e += n;
-      if (st > 0) {
-        b = std::clamp<int64_t>(b, 0, n);
-        e = std::clamp<int64_t>(e, 0, n);
-        count = e > b ? (e - b - 1) / st + 1 : 0;
-      } else {
-        b = std::clamp<int64_t>(b, 0, n - 1);
-        e = std::clamp<int64_t>(e, -1, n - 1);
-        count = b > e ? (b - e - 1) / -std::max(st, -n - 1) + 1 : 0;
-      }
-      start[a] = b;
-      step[a] = count > 1 ? st : 1;
-      out[a] = count;
-    }
+    // The forward's geometry: dY's shape and where its elements came from in X.
+    const SliceGeometry g = slice_geometry(ctx, xs, starts, ends, axes, steps, false);
+    const Shape& out = g.out;
+    const std::vector<int64_t>& st = g.strides;
+    const int64_t base = g.base;
     expect_shape(ctx, dy, out, "the slice of input");
     Tensor& dx = zero_output(ctx, dy.dtype(), xs);
     if (dy.numel() == 0) return;
     if (r == 0) {
       std::memcpy(dx.raw_data(), dy.raw_data(), dy.nbytes());
       return;
-    }
-    const std::vector<int64_t> in_st = contiguous_strides(xs);
-    int64_t base = 0;
-    std::vector<int64_t> st(r);
-    for (int d = 0; d < r; ++d) {
-      base += start[d] * in_st[d];
-      st[d] = step[d] * in_st[d];
     }
     const int64_t inner = out[r - 1], inner_step = st[r - 1];
     dispatch_word(dtype_size(dy.dtype()), [&](auto w) {

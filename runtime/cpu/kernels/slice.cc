@@ -13,6 +13,7 @@
 
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cpu/kernels/movement.h"
+#include "runtime/cpu/kernels/slice_geometry.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -37,49 +38,12 @@ class SliceKernel : public OpKernel {
       axes = optional_ints(ctx, 3);
       steps = optional_ints(ctx, 4);
     }
-    const size_t k = starts.size();
-    if (axes.empty()) {
-      for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    if (steps.empty()) steps.assign(k, 1);
-    if (ends.size() != k || axes.size() != k || steps.size() != k)
-      ctx.fail(cat("starts ", shape_str(starts), ", ends ", shape_str(ends), ", axes ",
-                   shape_str(axes), " and steps ", shape_str(steps), " differ in length"));
-    std::vector<int64_t> start(r, 0), step(r, 1);
-    Shape out = x.shape();
-    std::vector<bool> seen(r, false);
-    for (size_t i = 0; i < k; ++i) {
-      const int a = normalize_axis(ctx, axes[i], r, "slice axis");
-      if (seen[a]) ctx.fail(cat("slice axis ", axes[i], " is repeated in ", shape_str(axes)));
-      seen[a] = true;
-      const int64_t n = x.shape()[a], st = steps[i];
-      if (st == 0) ctx.fail(cat("slice step for axis ", axes[i], " is 0"));
-      int64_t b = starts[i], e = ends[i];
-      if (b < 0) b += n;
-      if (e < 0) e += n;
-      int64_t count;
-      if (st > 0) {
-        b = std::clamp<int64_t>(b, 0, n);
-        e = std::clamp<int64_t>(e, 0, n);
-        count = e > b ? (e - b - 1) / st + 1 : 0;
-      } else {
-        b = std::clamp<int64_t>(b, 0, n - 1);
-        e = std::clamp<int64_t>(e, -1, n - 1);
-        count = b > e ? (b - e - 1) / -std::max(st, -n - 1) + 1 : 0;  // no -INT64_MIN
-      }
-      start[a] = b;
-      step[a] = count > 1 ? st : 1;  // a huge step taking one element must not overflow offsets
-      out[a] = count;
-    }
+    const SliceGeometry g = slice_geometry(ctx, x.shape(), starts, ends, axes, steps, true);
+    const Shape& out = g.out;
+    const std::vector<int64_t>& st = g.strides;
+    const int64_t base = g.base;
     Tensor& y = ctx.allocate_output(0, x.dtype(), out);
     if (y.numel() == 0) return;
-    const std::vector<int64_t> in_st = contiguous_strides(x.shape());
-    int64_t base = 0;
-    std::vector<int64_t> st(r);
-    for (int d = 0; d < r; ++d) {
-      base += start[d] * in_st[d];
-      st[d] = step[d] * in_st[d];
-    }
     if (r == 0) {
       std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
       return;

@@ -392,3 +392,35 @@ TEST_CASE("ConvTranspose: errors name the shapes") {
   CHECK_THROWS_WITH_AS(run_op("ConvTranspose", {{"output_padding", attr_ints({1})}}, {X, W3}),
                        doctest::Contains("output_padding"), Error);
 }
+
+TEST_CASE("Conv, ConvTranspose and their gradients: the shared operand checks (conv_geometry.h)") {
+  const Tensor X(DType::F32, {1, 3, 4, 4}), dY(DType::F32, {1});
+  const Tensor conv_w(DType::F32, {2, 3, 3, 3}), transpose_w(DType::F32, {3, 2, 3, 3});
+  const std::map<std::string, Attribute> none, k22 = {{"kernel_shape", attr_ints({2, 2})}};
+  for (const char* op : {"Conv", "ConvTranspose", "ConvGrad", "ConvTransposeGrad"}) {
+    CAPTURE(op);
+    const std::string name = op;
+    const bool grad = name.size() > 4 && name.substr(name.size() - 4) == "Grad";
+    const bool transpose = name.rfind("ConvTranspose", 0) == 0;
+    const Tensor& w = transpose ? transpose_w : conv_w;
+    auto fails = [&](const std::map<std::string, Attribute>& attrs, const Tensor& x,
+                     const Tensor& wt, const std::string& msg) {
+      std::vector<Tensor> in = {x, wt};
+      if (grad) in.insert(in.begin(), dY);
+      CHECK_THROWS_WITH_AS(oat_test::run_node(op, grad ? 1 : 13, attrs, in, grad ? 2 : 1),
+                           doctest::Contains(msg.c_str()), Error);
+    };
+    fails(none, Tensor(DType::F32, {1, 3}), w, "X must be (N, C, spatial...), got [1, 3]");
+    fails(none, X, Tensor(DType::F32, {3, 3, 3}),
+          "W [3, 3, 3] and X [1, 3, 4, 4] must have the same rank");
+    fails(k22, X, w, "kernel_shape [2, 2] does not match W " + shape_str(w.shape()));
+    if (transpose)
+      fails(none, X, Tensor(DType::F32, {2, 2, 3, 3}),
+            "X [1, 3, 4, 4] and W [2, 2, 3, 3] do not match group=1 (need W.shape[0] = C, C % "
+            "group == 0)");
+    else
+      fails(none, X, Tensor(DType::F32, {2, 2, 3, 3}),
+            "X [1, 3, 4, 4] and W [2, 2, 3, 3] do not match group=1 (need C = W.shape[1] * group, "
+            "M % group == 0)");
+  }
+}

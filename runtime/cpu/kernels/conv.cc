@@ -132,22 +132,14 @@ class ConvKernel : public OpKernel {
     const Tensor& X = ctx.input(0);
     const Tensor& W = ctx.input(1);
     const Tensor* B = ctx.input_or_null(2);
-    if (X.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(X.shape())));
-    if (W.rank() != X.rank())
-      ctx.fail(cat("W ", shape_str(W.shape()), " and X ", shape_str(X.shape()),
-                   " must have the same rank"));
+    check_conv_ranks(ctx, X.shape(), W.shape());
     const int64_t N = X.dim(0), C = X.dim(1), M = W.dim(0), G = group_;
-    if (G < 1 || C % G != 0 || M % G != 0 || W.dim(1) * G != C)
-      ctx.fail(cat("X ", shape_str(X.shape()), " and W ", shape_str(W.shape()),
-                   " do not match group=", G, " (need C = W.shape[1] * group, M % group == 0)"));
+    check_conv_groups(ctx, X.shape(), W.shape(), G);
     if (W.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
       ctx.fail(cat("X, W and B must share a dtype (X is ", dtype_name(X.dtype()), ")"));
     if (B && (B->rank() != 1 || B->dim(0) != M))
       ctx.fail(cat("B ", shape_str(B->shape()), " must be [", M, "] for W ", shape_str(W.shape())));
-    std::vector<int64_t> kernel(W.shape().begin() + 2, W.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
-      ctx.fail(cat("kernel_shape ", shape_str(attrs_.kernel_shape), " does not match W ",
-                   shape_str(W.shape())));
+    const std::vector<int64_t> kernel = conv_kernel_of(ctx, attrs_.kernel_shape, W.shape());
     const Window3 w = forward_window(ctx, attrs_, X.shape(), kernel);
 
     Shape y_shape = {N, M};

@@ -81,6 +81,35 @@ Window3 window_from_attrs(const KernelContext& ctx, const WindowAttrs& a, const 
   return w;
 }
 
+void check_conv_ranks(const KernelContext& ctx, const Shape& x, const Shape& w) {
+  if (x.size() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x)));
+  if (w.size() != x.size())
+    ctx.fail(cat("W ", shape_str(w), " and X ", shape_str(x), " must have the same rank"));
+}
+
+void check_conv_groups(const KernelContext& ctx, const Shape& x, const Shape& w, int64_t group) {
+  const int64_t C = x[1], M = w[0], G = group;
+  if (G < 1 || C % G != 0 || M % G != 0 || w[1] * G != C)
+    ctx.fail(cat("X ", shape_str(x), " and W ", shape_str(w), " do not match group=", G,
+                 " (need C = W.shape[1] * group, M % group == 0)"));
+}
+
+void check_conv_transpose_groups(const KernelContext& ctx, const Shape& x, const Shape& w,
+                                 int64_t group) {
+  const int64_t C = x[1], G = group;
+  if (G < 1 || C % G != 0 || w[0] != C)
+    ctx.fail(cat("X ", shape_str(x), " and W ", shape_str(w), " do not match group=", G,
+                 " (need W.shape[0] = C, C % group == 0)"));
+}
+
+std::vector<int64_t> conv_kernel_of(const KernelContext& ctx,
+                                    const std::vector<int64_t>& kernel_shape, const Shape& w) {
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (!kernel_shape.empty() && kernel_shape != kernel)
+    ctx.fail(cat("kernel_shape ", shape_str(kernel_shape), " does not match W ", shape_str(w)));
+  return kernel;
+}
+
 Window3 forward_window(const KernelContext& ctx, const WindowAttrs& a, const Shape& x_shape,
                        const std::vector<int64_t>& kernel) {
   Window3 w = window_from_attrs(ctx, a, x_shape, kernel);

@@ -69,6 +69,19 @@ Window3 window_from_attrs(const KernelContext& ctx, const WindowAttrs& a, const 
 Window3 forward_window(const KernelContext& ctx, const WindowAttrs& a, const Shape& x_shape,
                        const std::vector<int64_t>& kernel);
 
+// The operand checks of Conv, ConvTranspose and their gradients, on the CPU and on CUDA; each
+// fails naming the shapes.
+// X is (N, C, spatial...) and W has X's rank.
+void check_conv_ranks(const KernelContext& ctx, const Shape& x, const Shape& w);
+// Conv's groups: C = W.shape[1] · group and M = W.shape[0] divisible by group (group ≥ 1).
+void check_conv_groups(const KernelContext& ctx, const Shape& x, const Shape& w, int64_t group);
+// ConvTranspose's groups: W.shape[0] = C and C divisible by group (group ≥ 1).
+void check_conv_transpose_groups(const KernelContext& ctx, const Shape& x, const Shape& w,
+                                 int64_t group);
+// The spatial kernel W.shape[2:], which must equal attr kernel_shape where that is given.
+std::vector<int64_t> conv_kernel_of(const KernelContext& ctx,
+                                    const std::vector<int64_t>& kernel_shape, const Shape& w);
+
 // The output indices o in [lo, hi) of one axis for which o * stride + offset lies in [0, in):
 // the positions where a kernel tap with input offset `offset` reads real (unpadded) data.
 inline void valid_range(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,

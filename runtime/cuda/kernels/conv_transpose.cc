@@ -102,19 +102,11 @@ struct Plan {
 // The checks of the CPU kernels, the geometry, and the descriptors.
 std::unique_ptr<Plan> make_plan(const KernelContext& ctx, const ConvTransposeAttrs& a,
                                 const Tensor& x, const Tensor& w) {
-  if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
-  if (w.rank() != x.rank())
-    ctx.fail(cat("W ", shape_str(w.shape()), " and X ", shape_str(x.shape()),
-                 " must have the same rank"));
-  const int64_t N = x.dim(0), C = x.dim(1), G = a.group;
-  if (G < 1 || C % G != 0 || w.dim(0) != C)
-    ctx.fail(cat("X ", shape_str(x.shape()), " and W ", shape_str(w.shape()),
-                 " do not match group=", G, " (need W.shape[0] = C, C % group == 0)"));
+  cpu::check_conv_ranks(ctx, x.shape(), w.shape());
+  const int64_t N = x.dim(0), G = a.group;
+  cpu::check_conv_transpose_groups(ctx, x.shape(), w.shape(), G);
   const int64_t M = w.dim(1) * G;
-  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  if (!a.window.kernel_shape.empty() && a.window.kernel_shape != kernel)
-    ctx.fail(cat("kernel_shape ", shape_str(a.window.kernel_shape), " does not match W ",
-                 shape_str(w.shape())));
+  const std::vector<int64_t> kernel = cpu::conv_kernel_of(ctx, a.window.kernel_shape, w.shape());
   const cpu::Window3 win = cpu::conv_transpose_window(ctx, a.window, a.output_padding,
                                                       a.output_shape, x.shape(), kernel);
   auto plan = std::make_unique<Plan>();
@@ -210,10 +202,7 @@ class ConvTransposeGradKernel : public OpKernel {
     const Tensor& dy = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& w = ctx.input(2);
-    if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
-    if (w.rank() != x.rank())
-      ctx.fail(cat("W ", shape_str(w.shape()), " and X ", shape_str(x.shape()),
-                   " must have the same rank"));
+    cpu::check_conv_ranks(ctx, x.shape(), w.shape());
     if (dy.dtype() != x.dtype() || w.dtype() != x.dtype())
       ctx.fail(cat("dY, X and W must share a dtype (dY is ", dtype_name(dy.dtype()), ", X ",
                    dtype_name(x.dtype()), ", W ", dtype_name(w.dtype()), ")"));

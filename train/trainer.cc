@@ -215,6 +215,7 @@ void Trainer::save_checkpoint(int64_t epoch_done) const {
   j["loss_scaler"] = nlohmann::json::parse(scaler_.to_json());
   int k = 0;
   for (const auto& [name, t] : state_) {
+    if (tg_.working.count(name)) continue;  // derived from its master on load
     const std::string file = cat("t", k++, ".pb");
     onnx_loader::write_tensor_pb(t, name, (tmp / file).string());
     j["tensors"][name] = file;
@@ -239,6 +240,7 @@ int64_t Trainer::load_checkpoint() {
     throw Error(cat(dir.string(), "/checkpoint.json: ", e.what()));
   }
   for (auto& [name, t] : state_) {
+    if (tg_.working.count(name)) continue;
     if (!j["tensors"].contains(name))
       throw Error(cat(dir.string(), ": the checkpoint has no tensor '", name,
                       "' (was it written for another model or optimizer?)"));
@@ -250,6 +252,7 @@ int64_t Trainer::load_checkpoint() {
                       shape_str(t.shape())));
     t = loaded;
   }
+  refresh_working_copies(tg_, state_);
   step_ = j["step"].get<int64_t>();
   // Checkpoints written before mixed precision have neither: every step was applied, no scaler.
   optimizer_step_ = j.contains("optimizer_step") ? j["optimizer_step"].get<int64_t>() : step_;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/grad_type.h"
+#include "runtime/working_type.h"
 #include "train/autodiff/gradient_builder.h"
 
 namespace oat::train {
@@ -193,7 +194,60 @@ void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& option
   convert::apply_plan(g, tg.plan, ao);
 }
 
+// Mixed precision with working copies: each trainable parameter's Cast to the low precision
+// (apply_plan's "<p>_to_fp16", one per parameter) is removed and its output becomes a state that
+// the parameter's optimizer update writes as its working-copy output (runtime/working_type.h):
+// round(P') in the step that computes P', instead of a Cast of every master in the next step's
+// forward. The numbers are the same; the initial copy is round(P₀).
+void keep_working_copies(TrainingGraph& tg, DType low) {
+  Graph& g = tg.graph;
+  const int64_t code = working_type_code(low);
+  const std::set<std::string> params(tg.params.begin(), tg.params.end());
+  std::map<std::string, std::string> copy_of;  // parameter -> its working copy
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (Node& n : g.nodes) {
+    if (n.op == OpId::Cast && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+        params.count(n.inputs[0]) && n.attr_int("to", 0) == code && !copy_of.count(n.inputs[0])) {
+      copy_of[n.inputs[0]] = n.outputs[0];
+      continue;
+    }
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  for (Node& n : g.nodes) {
+    if ((n.op != OpId::SGDUpdate && n.op != OpId::AdamUpdate) || n.inputs.empty()) continue;
+    auto it = copy_of.find(n.inputs[0]);
+    if (it == copy_of.end()) continue;
+    const std::string& p = it->first;
+    const std::string& copy = it->second;
+    const size_t out = n.op == OpId::SGDUpdate ? kSgdWorkingOutput : kAdamWorkingOutput;
+    if (n.outputs.size() < out) n.outputs.resize(out);  // SGD without momentum: no V'
+    n.outputs.resize(out + 1);
+    n.outputs[out] = copy + ".next";
+    n.attrs[kWorkingTypeAttr] = int_attr(code);
+    g.initializers[copy] = cast_tensor(g.initializers.at(p), low);
+    ValueInfo vi = g.value_info.count(copy) ? g.value_info.at(copy) : ValueInfo{};
+    vi.name = copy + ".next";
+    vi.dtype = low;
+    g.value_info[vi.name] = vi;
+    tg.updates[copy] = copy + ".next";
+    tg.working[copy] = p;
+    copy_of.erase(it);
+  }
+  // Every parameter has an update, so every removed Cast found its writer.
+  if (!copy_of.empty())
+    throw Error(cat("internal: no optimizer update for parameter '", copy_of.begin()->first, "'"));
+}
+
 }  // namespace
+
+void refresh_working_copies(const TrainingGraph& tg, std::map<std::string, Tensor>& state) {
+  for (const auto& [copy, master] : tg.working) {
+    const DType low = tg.graph.initializers.at(copy).dtype();
+    state[copy] = cast_tensor(state.at(master), low);
+  }
+}
 
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options) {
   if (options.precision != DType::F32 && options.precision != DType::F16 &&
@@ -387,7 +441,10 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   for (const auto& v : g.inputs) known.push_back(v.name);
   for (const auto& [k, t] : g.initializers) known.push_back(k);
   topological_sort(g.nodes, known);
-  if (options.precision != DType::F32) apply_mixed_precision(tg, options, bw, e.emitted());
+  if (options.precision != DType::F32) {
+    apply_mixed_precision(tg, options, bw, e.emitted());
+    if (options.working_copies) keep_working_copies(tg, options.precision);
+  }
   return tg;
 }
 

@@ -47,8 +47,11 @@ struct TrainingGraphOptions {
   // a gradient node takes its forward node's precision; the loss, the seed's path, loss scaling,
   // clipping, the optimizer updates and the sums of parameter gradients stay FP32; parameters,
   // optimizer state and BatchNorm statistics stay FP32 initializers (the master weights), read by
-  // the low-precision nodes through Casts that run every step (the working copies).
+  // the low-precision nodes as working copies: states (TrainingGraph::working) that each
+  // optimizer update writes beside P' (round(P'), runtime/working_type.h), or, with
+  // working_copies = false, Casts of the masters that run every step. Same numbers either way.
   DType precision = DType::F32;
+  bool working_copies = true;
   std::string op_lists;                 // --op-lists FILE.json ("" = the default lists)
   std::vector<std::string> fp32_nodes;  // --fp32-nodes: forward nodes pinned FP32 (their gradients follow)
   std::vector<std::string> low_nodes;   // --fp16-nodes: forward nodes pinned to `precision`
@@ -70,6 +73,9 @@ struct TrainingGraph {
   std::vector<std::string> bn_stats;    // BatchNorm running mean/var initializers
   std::map<std::string, std::string> updates;  // state name -> value holding its next version
   std::map<std::string, std::string> grads;    // param -> its gradient value
+  // Mixed precision: working copy (an F16/BF16 state in `updates`) -> its FP32 master parameter.
+  // Derived state: checkpoints leave it out and refresh_working_copies rebuilds it.
+  std::map<std::string, std::string> working;
   convert::PrecisionPlan plan;                 // mixed precision only: every node's precision
   // Gradient node -> the forward node it differentiates (autodiff's BackwardResult::origin;
   // `check` groups a forward node with its gradient nodes by it).
@@ -81,6 +87,10 @@ struct TrainingGraph {
 // the path to the loss has no gradient builder (named), the precision is not F32/F16/BF16, or
 // a pinned node does not exist / the op-lists file is malformed (from convert/).
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options);
+
+// Sets every working copy in `state` to its master in `state`, rounded (after a checkpoint or
+// any other change of the masters from outside the training graph).
+void refresh_working_copies(const TrainingGraph& tg, std::map<std::string, Tensor>& state);
 
 // Whether `name` matches the wildcard `pattern` ('*' any run, '?' one character).
 bool wildcard_match(const std::string& pattern, const std::string& name);

@@ -570,6 +570,16 @@ const std::vector<Case>& cases() {
     v.push_back({"AdamUpdate", 1, {{"weight_decay", attr_f(0.01f)}, {"decoupled", attr_i(1)}},
                  {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), f32({}, In::Unit),
                   ints({3}, Shape{})}, 3, {DType::F32}});
+    // The fused working copy (runtime/working_type.h): P' rounded to F16 / BF16 in the update.
+    v.push_back({"SGDUpdate", 1, {{"momentum", attr_f(0.9f)}, {"working_type", attr_i(10)}},
+                 {f32({40}), f32({40}), f32({40}), f32({}, In::Unit)}, 3, {DType::F32},
+                 "working copy F16"});
+    v.push_back({"AdamUpdate", 1, {{"working_type", attr_i(16)}},
+                 {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), f32({}, In::Unit),
+                  ints({3}, Shape{})}, 4, {DType::F32}, "working copy BF16"});
+    v.push_back({"AdamUpdate", 1, {{"working_type", attr_i(10)}},
+                 {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), f32({}, In::Unit),
+                  ints({3}, Shape{}), all_true({})}, 4, {DType::F32}, "skip, working copy"});
     // Weight gradients in FP32 (grad_type = 1, runtime/grad_type.h): dB / dC / dW / dB are F32
     // from the FP32 accumulator on both backends (CUDA's conv dW: cuDNN writes F16/BF16, widened).
     const Attribute fp32_grads = attr_i(1);

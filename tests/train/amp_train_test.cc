@@ -135,11 +135,42 @@ TEST_CASE("amp graph: FP32 masters feed FP16 working copies; loss, scaling, opti
     CHECK(precision_of(adam->name) == DType::F32);
     CHECK(adam->inputs.back() == tg.found_inf);  // skip
   }
-  // The working copies: one Cast per weight to FP16, read by the FP16 Gemm/MatMul nodes.
-  const Node* cast = producer("fc1.weight_to_fp16");
+  // The working copies: FP16 states, round(P₀) at first, that each parameter's AdamUpdate
+  // writes beside P' (output 3, working_type FLOAT16); no Cast of a master runs in the step.
+  CHECK(producer("fc1.weight_to_fp16") == nullptr);
+  REQUIRE(tg.working.count("fc1.weight_to_fp16"));
+  CHECK(tg.working.at("fc1.weight_to_fp16") == "fc1.weight");
+  CHECK(tg.updates.at("fc1.weight_to_fp16") == "fc1.weight_to_fp16.next");
+  const Tensor& copy0 = g.initializers.at("fc1.weight_to_fp16");
+  CHECK(copy0.dtype() == DType::F16);
+  CHECK(copy0.shape() == g.initializers.at("fc1.weight").shape());
+  CHECK(static_cast<float>(copy0.data<Eigen::half>()[3]) ==
+        static_cast<float>(Eigen::half(g.initializers.at("fc1.weight").data<float>()[3])));
+  const Node* writer = producer("fc1.weight_to_fp16.next");
+  REQUIRE(writer);
+  CHECK(writer->op == OpId::AdamUpdate);
+  CHECK(writer->inputs[0] == "fc1.weight");
+  CHECK(writer->outputs.size() == 4);
+  CHECK(writer->attr_int("working_type", 0) == 10);
+  size_t param_casts = 0;
+  for (const Node& n : g.nodes)
+    if (n.op == OpId::Cast && tg.grads.count(n.inputs[0])) ++param_casts;
+  CHECK(param_casts == 0);
+  // Without working copies: one Cast per weight to FP16, run every step.
+  o.working_copies = false;
+  const train::TrainingGraph tc = train::build_training_graph(model, o);
+  CHECK(tc.working.empty());
+  const Node* cast = nullptr;
+  for (const Node& n : tc.graph.nodes)
+    if (!n.outputs.empty() && n.outputs[0] == "fc1.weight_to_fp16") cast = &n;
   REQUIRE(cast);
   CHECK(cast->op == OpId::Cast);
   CHECK(cast->inputs[0] == "fc1.weight");
+  size_t casts = 0;  // one working copy per parameter Cast, and nothing else changed
+  for (const Node& n : tc.graph.nodes)
+    if (n.op == OpId::Cast && tc.grads.count(n.inputs[0])) ++casts;
+  CHECK(casts == tg.working.size());
+  CHECK(tc.graph.nodes.size() == g.nodes.size() + casts);
   for (const Node& n : g.nodes) {
     if (n.op != OpId::MatMul && n.op != OpId::Gemm) continue;
     CAPTURE(n.name);
@@ -241,6 +272,60 @@ TEST_CASE("amp demo b: an overflowing step is skipped bit for bit, halves the sc
   for (int i = 0; i < 5 && std::getline(f, line); ++i) fifth = line;
   CHECK(fifth.find("\"loss_scale\":1024.0") != std::string::npos);
   CHECK(fifth.find("\"skipped_steps\":1") != std::string::npos);
+}
+
+TEST_CASE("amp: working copies written by the optimizer train exactly as Casts of the masters") {
+  // The fused update writes round(P') beside P'; the unfused graph casts P' in the next step's
+  // forward. Both round the same FP32 value once, so every step must agree bit for bit, the
+  // skipped (overflowing) step included, for SGD with and without momentum, Adam and AdamW, in
+  // FP16 and BF16.
+  Graph model = wide_linear();
+  train::Dataset data = regression_data(64 * 6, 11);
+  float* t = data.targets.data<float>();
+  for (int64_t i = 2 * 64 * kOut; i < 3 * 64 * kOut; ++i) t[i] = 1e8f;  // step 3 overflows FP16
+  struct Case {
+    train::OptimizerKind opt;
+    double momentum;
+    DType precision;
+  };
+  for (const Case& c : {Case{train::OptimizerKind::SGD, 0.0, DType::F16},
+                        Case{train::OptimizerKind::SGD, 0.9, DType::F16},
+                        Case{train::OptimizerKind::Adam, 0.0, DType::F16},
+                        Case{train::OptimizerKind::AdamW, 0.0, DType::BF16}}) {
+    CAPTURE(static_cast<int>(c.opt));
+    CAPTURE(c.momentum);
+    CAPTURE(dtype_name(c.precision));
+    train::TrainerConfig cfg = regression_config(
+        c.precision, c.precision == DType::F16 ? train::LossScaleMode::Dynamic
+                                               : train::LossScaleMode::None);
+    cfg.lr = c.opt == train::OptimizerKind::SGD ? 1e-2 : 1e-4;
+    cfg.graph.optimizer.kind = c.opt;
+    cfg.graph.optimizer.momentum = c.momentum;
+    cfg.graph.optimizer.weight_decay = 0.01;
+    cfg.max_steps = 6;
+    std::vector<double> fused_loss, cast_loss;
+    train::Trainer fused(model, cfg);
+    fused.on_step = [&](int64_t, double l) { fused_loss.push_back(l); };
+    fused.fit(data, nullptr);
+    cfg.graph.working_copies = false;
+    train::Trainer cast(model, cfg);
+    cast.on_step = [&](int64_t, double l) { cast_loss.push_back(l); };
+    cast.fit(data, nullptr);
+    REQUIRE(fused_loss.size() == 6);
+    CHECK(fused_loss == cast_loss);
+    CHECK(fused.loss_scaler().state().skipped_steps == cast.loss_scaler().state().skipped_steps);
+    if (c.precision == DType::F16) CHECK(fused.loss_scaler().state().skipped_steps == 1);
+    REQUIRE(fused.training_graph().working.size() == 1);
+    for (const auto& [name, s] : cast.state()) {
+      CAPTURE(name);
+      CHECK(bitwise_equal(s, fused.state().at(name)));
+    }
+    // The last working copy is the last master, rounded; and W moved.
+    const auto& [copy, master] = *fused.training_graph().working.begin();
+    CHECK(bitwise_equal(fused.state().at(copy),
+                        cast_tensor(fused.state().at(master), c.precision)));
+    CHECK_FALSE(all_zero(fused.state().at(master)));
+  }
 }
 
 TEST_CASE("amp: loss scaling in FP32 is exact (powers of two), so the weights match unscaled training") {

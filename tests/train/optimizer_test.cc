@@ -146,6 +146,47 @@ TEST_CASE("SGDUpdate/AdamUpdate: skip leaves parameters and state untouched") {
   CHECK(out[1].data<float>()[0] == 0.0f);
 }
 
+TEST_CASE("SGDUpdate/AdamUpdate: the working copy is P' (P when skipped) rounded once to working_type") {
+  // 1 + 2⁻¹¹·k is not an F16 value for odd k; P' = P − lr·G lands between F16 values too.
+  std::vector<float> pv, gv;
+  for (int k = 0; k < 9; ++k) {
+    pv.push_back(1.0f + std::ldexp(1.0f, -12) * (2 * k + 1));
+    gv.push_back(0.37f * (k - 4));
+  }
+  const Tensor P = Tensor::from_vector<float>({9}, pv), G = Tensor::from_vector<float>({9}, gv);
+  const Tensor V = Tensor::zeros(DType::F32, {9});
+  for (int64_t code : {10, 16}) {
+    CAPTURE(code);
+    const DType low = code == 10 ? DType::F16 : DType::BF16;
+    for (bool skip : {false, true}) {
+      CAPTURE(skip);
+      std::map<std::string, Tensor> feeds = {{"p", P}, {"g", G}, {"v", V},
+                                             {"lr", Tensor::scalar<float>(1e-3f)},
+                                             {"skip", Tensor::scalar<bool>(skip)}};
+      auto sgd = run_node("SGDUpdate", {"p", "g", "v", "lr", "skip"}, 3,
+                          {{"momentum", fattr(0.9f)}, {"working_type", iattr(code)}}, feeds);
+      REQUIRE(sgd.size() == 3);
+      CHECK(sgd[2].dtype() == low);
+      const auto want = cast_tensor(sgd[0], low).to_float_vector();
+      CHECK(sgd[2].to_float_vector() == want);
+      if (skip) CHECK(sgd[0].to_float_vector() == pv);
+      else CHECK(sgd[0].to_float_vector() != pv);
+      feeds["m"] = V;
+      feeds["t"] = Tensor::scalar<int64_t>(1);
+      auto adam = run_node("AdamUpdate", {"p", "g", "m", "v", "lr", "t", "skip"}, 4,
+                           {{"working_type", iattr(code)}}, feeds);
+      REQUIRE(adam.size() == 4);
+      CHECK(adam[3].dtype() == low);
+      CHECK(adam[3].to_float_vector() == cast_tensor(adam[0], low).to_float_vector());
+    }
+  }
+  CHECK_THROWS_WITH_AS(run_node("SGDUpdate", {"p", "g", "v", "lr"}, 3,
+                                {{"momentum", fattr(0.9f)}, {"working_type", iattr(1)}},
+                                {{"p", P}, {"g", G}, {"v", V}, {"lr", Tensor::scalar<float>(1.f)}}),
+                       doctest::Contains("working_type 1 must be 10 (FLOAT16) or 16 (BFLOAT16)"),
+                       Error);
+}
+
 TEST_CASE("GlobalNormClip scales all gradients by max_norm / ‖g‖ only above the bound") {
   auto out = run_node("GlobalNormClip", {"a", "b", "max"}, 3, {},
                       {{"a", Tensor::from_vector<float>({2}, {3, 0})},

@@ -17,6 +17,8 @@
 //   P' = P − lr · (M'/(1−β₁ᵗ)) / (√(V'/(1−β₂ᵗ)) + ε)           (t = step, 1-based)
 //
 // With skip = true (an overflowing mixed-precision step) every output is its input unchanged.
+// Optional last output (SGDUpdate: 2, AdamUpdate: 3): the working copy, P' (P when skipped)
+// rounded once to the `working_type` attribute (FLOAT16 or BFLOAT16; runtime/working_type.h).
 //
 // UnscaleAndCheck(inv_scale, G₁..Gₙ) -> (G₁'..Gₙ', found_inf)     (torch.amp's
 //   _amp_foreach_non_finite_check_and_unscale_): one pass over every gradient,
@@ -33,6 +35,7 @@
 #include <type_traits>
 
 #include "runtime/cpu/register.h"
+#include "runtime/working_type.h"
 
 namespace oat::cpu {
 
@@ -41,6 +44,15 @@ namespace {
 bool skip_requested(const KernelContext& ctx, int index) {
   const Tensor* s = ctx.input_or_null(index);
   return s && s->numel() == 1 && s->item_as_double() != 0.0;
+}
+
+// The working copy at output `out`, when the node asks for one: Cast(updated, working_type).
+void write_working_copy(KernelContext& ctx, int out, const Tensor& updated) {
+  if (!ctx.output_requested(out)) return;
+  const int64_t code = ctx.node().attr_int(kWorkingTypeAttr, 10);
+  const std::optional<DType> t = working_dtype(code);
+  if (!t) ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
+  ctx.set_output(out, cast_tensor(updated, *t));
 }
 
 void check_same_shape(const KernelContext& ctx, const Tensor& a, const Tensor& b, const char* what) {
@@ -64,6 +76,7 @@ void sgd_update(KernelContext& ctx) {
   if (skip_requested(ctx, 4)) {
     ctx.set_output(0, p);
     if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
+    write_working_copy(ctx, kSgdWorkingOutput, p);
     return;
   }
   const T lr = static_cast<T>(ctx.input(3).item_as_double());
@@ -90,6 +103,7 @@ void sgd_update(KernelContext& ctx) {
     }
     pv[i] = pi[i] - lr * d;
   }
+  write_working_copy(ctx, kSgdWorkingOutput, po);
 }
 
 template <class T>
@@ -111,6 +125,7 @@ void adam_update(KernelContext& ctx) {
     ctx.set_output(0, p);
     ctx.set_output(1, m);
     ctx.set_output(2, v);
+    write_working_copy(ctx, kAdamWorkingOutput, p);
     return;
   }
   const double lr = ctx.input(4).item_as_double();
@@ -122,7 +137,8 @@ void adam_update(KernelContext& ctx) {
   const T inv_sqrt_c2 = static_cast<T>(1.0 / std::sqrt(c2));
   const T decay = static_cast<T>(decoupled ? 1.0 - lr * lambda : 1.0);
   const T l2 = static_cast<T>(decoupled ? 0.0 : lambda);
-  T* po = ctx.allocate_output(0, p.dtype(), p.shape()).template data<T>();
+  Tensor& po_t = ctx.allocate_output(0, p.dtype(), p.shape());
+  T* po = po_t.template data<T>();
   T* mo = ctx.allocate_output(1, p.dtype(), p.shape()).template data<T>();
   T* vo = ctx.allocate_output(2, p.dtype(), p.shape()).template data<T>();
   const T* pi = p.data<T>();
@@ -150,6 +166,7 @@ void adam_update(KernelContext& ctx) {
     }
     PO = P * decay - step_size * MO / (VO.sqrt() * inv_sqrt_c2 + teps);
   }
+  write_working_copy(ctx, kAdamWorkingOutput, po_t);
 }
 
 template <class T>

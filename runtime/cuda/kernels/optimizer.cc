@@ -8,9 +8,9 @@
 // AdamUpdate(P, G, M, V, lr, step, skip?) -> (P', M', V'[, P_low])
 //   P, V, M are the FP32 masters; G is FP32 or F16/BF16 (widened in the kernel). `skip` stays on
 //   the device: when it is true the kernel copies every input to its output, so the step
-//   decision needs no host synchronisation. The CUDA extension: an optional last output P_low
-//   receives P' rounded to the 'working_type' attribute (TensorProto code 10 = FLOAT16, 16 =
-//   BFLOAT16; default FLOAT16), the working copy FP16 nodes read, written in the same pass.
+//   decision needs no host synchronisation. An optional last output P_low receives P' rounded
+//   to the 'working_type' attribute (runtime/working_type.h: FLOAT16 or BFLOAT16), the working
+//   copy the FP16 nodes of the next step read, written in the same pass.
 // GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm): ‖G‖ = √(Σᵢ Σ Gᵢ²) from per-gradient
 //   FP32 sums of squares, Gᵢ' = Gᵢ·min(1, max_norm/(‖G‖ + 1e-6)), the coefficient computed and
 //   applied on the device (every Gᵢ' is written, also when the coefficient is 1: no host sync).
@@ -21,6 +21,7 @@
 #include "runtime/cuda/kernels/optimizer_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/register.h"
+#include "runtime/working_type.h"
 
 namespace oat::cuda {
 
@@ -64,12 +65,11 @@ const T* device_scalar(const KernelContext& ctx, int i, DType want, const char* 
 // The optional working-copy output at index `out`: (pointer, ElemType) or (nullptr, 0).
 std::pair<void*, int> working_copy(KernelContext& ctx, int out, const Tensor& p) {
   if (!ctx.output_requested(out)) return {nullptr, 0};
-  const int64_t code = ctx.node().attr_int("working_type", 10);
-  if (code != 10 && code != 16)
-    ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
-  const DType t = code == 10 ? DType::F16 : DType::BF16;
-  Tensor& low = ctx.allocate_output(out, t, p.shape());
-  return {low.raw_data(), static_cast<int>(elem_type(t))};
+  const int64_t code = ctx.node().attr_int(kWorkingTypeAttr, 10);
+  const std::optional<DType> t = working_dtype(code);
+  if (!t) ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
+  Tensor& low = ctx.allocate_output(out, *t, p.shape());
+  return {low.raw_data(), static_cast<int>(elem_type(*t))};
 }
 
 void unscale_and_check(KernelContext& ctx) {
@@ -128,7 +128,7 @@ void sgd_update(KernelContext& ctx) {
   float* vo = nullptr;
   if (prm.momentum != 0.f) vo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
   else if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
-  const auto [low, low_type] = working_copy(ctx, 2, p);
+  const auto [low, low_type] = working_copy(ctx, kSgdWorkingOutput, p);
   launch_sgd(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
              v ? v->data<float>() : nullptr, po.data<float>(), vo, low, low_type, p.numel(), prm,
              skip_flag(ctx, 4), stream_of(ctx));
@@ -164,7 +164,7 @@ void adam_update(KernelContext& ctx) {
   float* po = ctx.allocate_output(0, DType::F32, p.shape()).data<float>();
   float* mo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
   float* vo = ctx.allocate_output(2, DType::F32, p.shape()).data<float>();
-  const auto [low, low_type] = working_copy(ctx, 3, p);
+  const auto [low, low_type] = working_copy(ctx, kAdamWorkingOutput, p);
   launch_adam(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
               m.data<float>(), v.data<float>(), po, mo, vo, low, low_type, p.numel(), prm,
               stream_of(ctx), skip_flag(ctx, 6));

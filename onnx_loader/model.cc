@@ -171,16 +171,7 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
 }
 
 Model load_model(const std::string& path, const LoadOptions& options) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error(cat(path, ": no such file"));
-  if (fs::is_directory(path, ec)) throw Error(cat(path, ": is a directory, not an ONNX model"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(path, ": cannot be opened for reading"));
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw Error(cat(path, ": cannot read its size (", ec.message(), ")"));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uintmax_t>(in.gcount()) != size) throw Error(cat(path, ": read failed"));
+  const std::string bytes = read_file_bytes(path, "an ONNX model");
   std::string base_dir = fs::path(path).parent_path().string();
   return load_model_from_bytes(bytes, base_dir, options, path);
 }

@@ -21,20 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_all(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error(cat(path, ": no such file"));
-  if (fs::is_directory(path, ec)) throw Error(cat(path, ": is a directory, not a tensor file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(path, ": cannot be opened for reading"));
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw Error(cat(path, ": cannot read its size (", ec.message(), ")"));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uintmax_t>(in.gcount()) != size) throw Error(cat(path, ": read failed"));
-  return bytes;
-}
-
 bool write_all(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -47,6 +33,20 @@ bool write_all(int fd, const std::string& bytes) {
 }
 
 }  // namespace
+
+std::string read_file_bytes(const std::string& path, const char* kind) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(cat(path, ": no such file"));
+  if (fs::is_directory(path, ec)) throw Error(cat(path, ": is a directory, not ", kind));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(path, ": cannot be opened for reading"));
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw Error(cat(path, ": cannot read its size (", ec.message(), ")"));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uintmax_t>(in.gcount()) != size) throw Error(cat(path, ": read failed"));
+  return bytes;
+}
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   const fs::path target(path);
@@ -79,7 +79,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 }
 
 NamedTensor read_tensor_pb(const std::string& path) {
-  const std::string bytes = read_all(path);
+  const std::string bytes = read_file_bytes(path, "a tensor file");
   onnx::TensorProto p;
   if (!p.ParseFromString(bytes) || p.data_type() == onnx::TensorProto_DataType_UNDEFINED)
     throw Error(cat(path, ": not a TensorProto (.pb) file"));
@@ -172,7 +172,7 @@ Shape npy_shape(const std::string& tuple, const std::string& path) {
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
-  const std::string bytes = read_all(path);
+  const std::string bytes = read_file_bytes(path, "a tensor file");
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     throw Error(cat(path, ": not a .npy file (bad magic)"));
   const int major = static_cast<unsigned char>(bytes[6]);

@@ -26,6 +26,10 @@ void write_npy(const Tensor& t, const std::string& path);
 // Reads .npy (by extension or by its magic bytes; the name is the file stem) or else a .pb.
 NamedTensor read_tensor_file(const std::string& path);
 
+// The whole file at `path`. Throws Error naming the path when it does not exist, is a directory
+// (": is a directory, not <kind>", e.g. kind "an ONNX model"), or cannot be opened or read.
+std::string read_file_bytes(const std::string& path, const char* kind);
+
 // Writes `bytes` to path atomically: a hidden temporary file in the same folder, fsync, then
 // rename. Throws Error naming the path when the folder cannot be written; a failure removes the
 // temporary file, so nothing is left behind.

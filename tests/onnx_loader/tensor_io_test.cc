@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "onnx_loader/model.h"
 #include "onnx_loader/model_builder.h"
 
 using namespace oat;
@@ -133,6 +134,21 @@ TEST_CASE("malformed .npy files are errors naming the file") {
   CHECK(err(v9).find("unsupported .npy version 9") != std::string::npos);
   CHECK_THROWS_WITH_AS(read_npy(dir / "missing.npy"),
                        doctest::Contains("missing.npy: no such file"), Error);
+}
+
+TEST_CASE("read_file_bytes: one reader for tensor files and models, errors naming the path") {
+  TempDir dir;
+  write_file_atomic((dir.path / "a.bin").string(), std::string("ab\0c", 4));
+  CHECK(read_file_bytes((dir.path / "a.bin").string(), "a tensor file") == std::string("ab\0c", 4));
+  const std::string d = dir.path.string();
+  CHECK_THROWS_WITH_AS(read_npy(d), doctest::Contains(": is a directory, not a tensor file"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read_tensor_pb(d), doctest::Contains(": is a directory, not a tensor file"),
+                       Error);
+  CHECK_THROWS_WITH_AS(load_model(d), doctest::Contains(": is a directory, not an ONNX model"),
+                       Error);
+  CHECK_THROWS_WITH_AS(load_model((dir.path / "nope.onnx").string()),
+                       doctest::Contains("nope.onnx: no such file"), Error);
 }
 
 TEST_CASE(".pb TensorProto round trip for every dtype, with the name") {

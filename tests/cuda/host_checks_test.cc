@@ -1,6 +1,7 @@
 // The host-side checks of CUDA kernels run before anything touches the device, so they are tested
 // here without one: each bad input must fail on CUDA with exactly the CPU kernel's error (same
-// node, same message). Covers PadGrad, GatherElements(+Grad), ReduceXYGrad and PReluGrad.
+// node, same message). Covers PadGrad, GatherElements(+Grad), ReduceXYGrad, PReluGrad and
+// Gelu(+Grad).
 // Built with the CUDA backend only (elsewhere the file says so).
 #include <doctest/doctest.h>
 
@@ -118,6 +119,14 @@ TEST_CASE("PReluGrad: bad slopes fail on CUDA with the CPU's errors") {
                "input 1 is float32 [3] but the gradient dY is float32 [4]", 2);
   same_failure("PReluGrad", 1, {}, {f32({4}), f32({4}), Tensor::zeros(DType::F64, {1})},
                "slope has dtype float64, X has float32", 2);
+}
+
+TEST_CASE("Gelu(+Grad): an unknown 'approximate' fails on CUDA with the CPU's error") {
+  // Before, the CUDA kernels ran the erf form for any value other than "tanh".
+  same_failure("Gelu", 20, {{"approximate", attr_s("fast")}}, {f32({4})},
+               "approximate must be \"none\" or \"tanh\", got \"fast\"");
+  same_failure("GeluGrad", 1, {{"approximate", attr_s("Tanh")}}, {f32({4}), f32({4})},
+               "approximate must be \"none\" or \"tanh\", got \"Tanh\"");
 }
 
 #else

@@ -32,6 +32,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "runtime/cpu/kernels/elementwise_impl.h"
+#include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cpu/register.h"
 
@@ -154,15 +155,7 @@ struct ErfOp {
   }
 };
 struct GeluOp {
-  explicit GeluOp(const Node& n) {
-    const std::string mode = n.attr_string("approximate", "none");
-    if (mode == "tanh") {
-      tanh = true;
-    } else if (mode != "none") {
-      throw Error(
-          cat(n.describe(), ": approximate must be \"none\" or \"tanh\", got \"", mode, "\""));
-    }
-  }
+  explicit GeluOp(const Node& n) : tanh(gelu_uses_tanh(n)) {}
   // The two forms are different expression types, so GeluKernel picks one of two loops.
   template <class A>
   auto eval_erf(const A& x) const {

@@ -34,6 +34,7 @@
 #include <limits>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cpu/kernels/elementwise_impl.h"
 #include "runtime/cpu/kernels/low_precision.h"
@@ -148,15 +149,7 @@ struct TanhGradOp {
 
 // none: dX = dY ⊙ (Φ(x) + x·φ(x));  tanh: dX = dY ⊙ (½(1 + t) + ½x(1 − t²)·k(1 + 3c·x²))
 struct GeluGradOp {
-  explicit GeluGradOp(const Node& n) {
-    const std::string mode = n.attr_string("approximate", "none");
-    if (mode == "tanh") {
-      tanh = true;
-    } else if (mode != "none") {
-      throw Error(
-          cat(n.describe(), ": approximate must be \"none\" or \"tanh\", got \"", mode, "\""));
-    }
-  }
+  explicit GeluGradOp(const Node& n) : tanh(gelu_uses_tanh(n)) {}
   template <class A, class O>
   void operator()(const A& g, const A& x, O& out) const {
     using T = typename A::Scalar;

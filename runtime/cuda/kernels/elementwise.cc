@@ -8,6 +8,7 @@
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
@@ -114,7 +115,7 @@ template <UnaryOp Op>
 void unary(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   UnaryOp op = Op;
-  if (Op == UnaryOp::Gelu && ctx.node().attr_string("approximate", "none") == "tanh")
+  if (Op == UnaryOp::Gelu && gelu_uses_tanh(ctx.node()))
     op = UnaryOp::GeluTanh;
   const UnaryParams p = params_of(Op, ctx);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());

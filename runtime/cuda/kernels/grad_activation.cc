@@ -11,6 +11,7 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/grad_activation_impl.h"
+#include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/register.h"
 
@@ -45,7 +46,7 @@ void activation_grad(KernelContext& ctx) {
     ctx.fail(cat("dY ", dtype_name(dy.dtype()), " ", shape_str(dy.shape()), " and the saved value ",
                  dtype_name(v.dtype()), " ", shape_str(v.shape()), " must match"));
   ActGrad op = Op;
-  if (Op == ActGrad::Gelu && ctx.node().attr_string("approximate", "none") == "tanh")
+  if (Op == ActGrad::Gelu && gelu_uses_tanh(ctx.node()))
     op = ActGrad::GeluTanh;
   const auto [a, b] = params_of(Op, ctx);
   Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());

@@ -9,6 +9,7 @@
 //   LayerNormalization -> (Y, Mean, InvStdDev): Mean and InvStdDev in stash_type (FP32);
 //   LayerNormalizationGrad(dY, X, scale, [Mean, InvStdDev]): Mean and InvStdDev FP32.
 //   Resize(X, roi, scales, sizes) (Upsample(X, scales)): roi and scales FP32.
+//   ResizeGrad(dY, shape(X), roi, scales): roi and scales FP32.
 //   Dropout(data, ratio, training_mode), DropoutGrad(dY, mask, ratio, training_mode): ratio FP32.
 //   MatMulGrad, GemmGrad, ConvGrad, ConvTransposeGrad with grad_type = 1 (runtime/grad_type.h):
 //       dB (MatMulGrad), dB and dC (GemmGrad), dW and dB (ConvGrad, ConvTransposeGrad) FP32, written
@@ -40,6 +41,7 @@ bool input_stays_fp32(const Node& n, size_t i) {
     if (op == "BatchNormalizationGrad") return i >= 2;
     if (op == "LayerNormalizationGrad") return i >= 3;
     if (op == "DropoutGrad") return i == 2;
+    if (op == "ResizeGrad") return i >= 2;  // roi, scales
     if (op == "UnscaleAndCheck") return i == 0;
   }
   return false;

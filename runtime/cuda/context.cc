@@ -252,6 +252,8 @@ bool reads_on_host(OpId op, int i) {
     case OpId::Gather: case OpId::GatherElements:
       return i == 1;  // checked on the host when it is there, then uploaded
     case OpId::Pad: return i >= 1;
+    case OpId::Resize: case OpId::Upsample: case OpId::ResizeGrad:
+      return i >= 1;  // roi, scales, sizes; ResizeGrad's shape(X)
     case OpId::Clip: return i >= 1;
     case OpId::Dropout: return i >= 1;
     case OpId::ConstantOfShape: case OpId::Range: return true;

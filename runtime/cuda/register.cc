@@ -11,6 +11,7 @@ void register_kernels(KernelRegistry& r) {
   register_dropout(r);
   register_movement(r);
   register_pad(r);
+  register_resize(r);
   register_softmax(r);
   register_reduce(r);
   register_conv(r);

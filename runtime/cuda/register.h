@@ -12,6 +12,7 @@ void register_shape(KernelRegistry& r);        // kernels/shape.cc: views, Shape
 void register_dropout(KernelRegistry& r);      // kernels/dropout.cc: Dropout
 void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose Concat Expand ...
 void register_pad(KernelRegistry& r);          // kernels/pad.cc: Pad
+void register_resize(KernelRegistry& r);       // kernels/resize.cc: Resize Upsample ResizeGrad
 void register_softmax(KernelRegistry& r);      // kernels/softmax.cc: Softmax LogSoftmax
 void register_reduce(KernelRegistry& r);       // kernels/reduce.cc: Reduce*
 void register_conv(KernelRegistry& r);         // kernels/conv.cc: Conv, ConvGrad (cuDNN)

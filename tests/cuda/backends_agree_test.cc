@@ -605,6 +605,52 @@ const std::vector<Case>& cases() {
     v.push_back({"ConvGrad", 1, {{"pads", attr_ints({1, 1, 1, 1})}, {"grad_type", fp32_grads}},
                  {flt({2, 4, 5, 5}), flt({2, 3, 5, 5}), flt({4, 3, 3, 3})}, 3,
                  {DType::F32, DType::F16, DType::BF16}, "grad_type"});
+    // Resize / Upsample / ResizeGrad (runtime/cpu/kernels/resize_geometry.h): every mode, scales
+    // and sizes, the legacy forms; roi and scales stay F32 (an empty tensor: not given).
+    {
+      const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
+      auto f32v = [](Shape s, std::vector<float> v) {
+        In i = vals(std::move(s), std::move(v));
+        i.keep_f32 = true;
+        return i;
+      };
+      const In none = f32({0});
+      v.push_back({"Resize", 13, {{"mode", attr_s("linear")}},
+                   {flt({2, 3, 5, 6}), none, f32v({4}, {1, 1, 1.5f, 2.f})}, 1, all3, "linear"});
+      v.push_back({"Resize", 13,
+                   {{"mode", attr_s("nearest")}, {"nearest_mode", attr_s("floor")},
+                    {"coordinate_transformation_mode", attr_s("align_corners")}},
+                   {flt({2, 3, 5, 6}), none, none, ints({2, 3, 9, 4})}, 1, all3, "nearest sizes"});
+      v.push_back({"Resize", 11,
+                   {{"mode", attr_s("cubic")}, {"exclude_outside", attr_i(1)},
+                    {"cubic_coeff_a", attr_f(-0.5f)}},
+                   {flt({1, 2, 7, 9}), none, f32v({4}, {1, 1, 0.6f, 1.8f})}, 1, all3, "cubic"});
+      v.push_back({"Resize", 13,
+                   {{"mode", attr_s("linear")},
+                    {"coordinate_transformation_mode", attr_s("tf_crop_and_resize")},
+                    {"extrapolation_value", attr_f(2.5f)}},
+                   {flt({1, 2, 5, 6}), f32v({8}, {0, 0, -0.2f, 0.3f, 1, 1, 0.9f, 1.4f}), none,
+                    ints({1, 2, 6, 5})},
+                   1, all3, "tf_crop_and_resize"});
+      v.push_back({"Resize", 10, {{"mode", attr_s("nearest")}},
+                   {flt({1, 2, 4, 5}), f32v({4}, {1, 1, 0.6f, 2.f})}, 1, all3, "opset 10"});
+      v.push_back({"Upsample", 9, {{"mode", attr_s("linear")}},
+                   {flt({1, 2, 3, 4}), f32v({4}, {1, 1, 2.f, 3.f})}});
+      v.push_back({"Upsample", 7, {{"scales", oat_test::attr_floats({1, 1, 3, 2})}},
+                   {flt({1, 2, 3, 4})}, 1, all3, "scales attribute"});
+      v.push_back({"ResizeGrad", 1, {{"mode", attr_s("linear")}},
+                   {flt({2, 3, 7, 12}), ints({2, 3, 5, 6}), none, f32v({4}, {1, 1, 1.5f, 2.f})},
+                   1, all3, "linear"});
+      v.push_back({"ResizeGrad", 1,
+                   {{"mode", attr_s("nearest")}, {"nearest_mode", attr_s("round_prefer_ceil")}},
+                   {flt({1, 2, 3, 9}), ints({1, 2, 7, 4})}, 1, all3, "nearest sizes"});
+      v.push_back({"ResizeGrad", 1,
+                   {{"mode", attr_s("cubic")}, {"coordinate_transformation_mode",
+                                                attr_s("tf_crop_and_resize")}},
+                   {flt({1, 1, 6, 4}), ints({1, 1, 5, 6}),
+                    f32v({8}, {0, 0, -0.2f, 0.3f, 1, 1, 0.9f, 1.4f})},
+                   1, all3, "cubic tf_crop_and_resize"});
+    }
     return v;
   }();
   return all;

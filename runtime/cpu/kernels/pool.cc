@@ -28,6 +28,7 @@
 namespace oat::cpu {
 
 void register_space_depth(KernelRegistry& r);  // space_depth.cc
+void register_resize(KernelRegistry& r);       // resize.cc: Resize Upsample ResizeGrad
 
 namespace {
 
@@ -213,6 +214,7 @@ void register_pool(KernelRegistry& r) {
         in_fp32(function_kernel(global_pool<float, false>)));
   r.add(OpId::GlobalAveragePool, cpu, DType::F64, function_kernel(global_pool<double, false>));
   register_space_depth(r);
+  register_resize(r);
 }
 
 }  // namespace oat::cpu

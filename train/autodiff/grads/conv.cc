@@ -1,7 +1,8 @@
-// Gradients of convolution and pooling. Each is one dedicated gradient op that takes the forward
-// node's attributes (the window geometry) and recomputes what it needs; the math is in the
-// kernels' header comments (runtime/cpu/kernels/grad_conv.cc, grad_conv_transpose.cc,
-// grad_pool.cc).
+// Gradients of convolution, pooling and resampling (Resize, Upsample). Each is one dedicated
+// gradient op that takes the forward node's attributes (the window geometry) and recomputes what
+// it needs; the math is in the kernels' header comments (runtime/cpu/kernels/grad_conv.cc,
+// grad_conv_transpose.cc, grad_pool.cc, resize.cc).
+#include "runtime/cpu/kernels/resize_geometry.h"
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -65,6 +66,43 @@ void global_max_pool_grad(G& c) {
   c.set_GI(0, c.emit_grad_op("GlobalMaxPoolGrad", {c.GO(0), c.I(0)}));
 }
 
+Attribute string_attr(const std::string& v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = v;
+  return a;
+}
+
+// Resize, Upsample:  Y[o] = Σ over the taps of Π_d w_d · X[idx]  (resize_geometry.h)
+//   ⇒  dX = ResizeGrad(dY, shape(X), roi, scales):
+//      dX[j] = Σ_{taps of o reading j} Π_d w_d · dY[o],
+// the adjoint with the forward's weights (PyTorch's upsample backward), for every mode. The
+// forward's rule goes into explicit attributes (Resize-10 and Upsample: asymmetric, "simple"
+// nearest), its scales as they were given (input, or Upsample-7's attribute); with sizes,
+// ResizeGrad takes s = dY.shape / shape(X). roi, scales and sizes get no gradient.
+void resize_grad(G& c) {
+  const Node& n = c.node();
+  const cpu::ResizeAttrs a = cpu::parse_resize_attrs(n);
+  Attrs attrs;
+  attrs["mode"] = string_attr(cpu::resize_mode_name(a.mode));
+  attrs["coordinate_transformation_mode"] = string_attr(cpu::resize_coord_name(a.coord));
+  attrs["nearest_mode"] = string_attr(cpu::resize_nearest_name(a.nearest));
+  attrs["cubic_coeff_a"] = G::attr_float(static_cast<float>(a.cubic_a));
+  attrs["exclude_outside"] = G::attr_int(a.exclude_outside ? 1 : 0);
+  attrs["extrapolation_value"] = G::attr_float(a.extrapolation);
+  if (!a.scales_attr.empty()) {
+    Attribute s;
+    s.kind = Attribute::Kind::Floats;
+    s.floats = a.scales_attr;
+    attrs["scales"] = s;
+  }
+  std::vector<std::string> ins = {c.GO(0), c.shape_of(c.I(0)),
+                                  a.roi_input >= 0 ? c.I(a.roi_input) : std::string(),
+                                  a.scales_input >= 0 ? c.I(a.scales_input) : std::string()};
+  while (ins.back().empty()) ins.pop_back();
+  c.set_GI(0, c.emit_grad_op("ResizeGrad", ins, attrs));
+}
+
 }  // namespace
 
 void register_conv_gradients(GradientRegistry& r) {
@@ -74,6 +112,8 @@ void register_conv_gradients(GradientRegistry& r) {
   r.add(OpId::AveragePool, {average_pool_grad, {}});
   r.add(OpId::GlobalAveragePool, {global_average_pool_grad, {}});
   r.add(OpId::GlobalMaxPool, {global_max_pool_grad, {}});
+  r.add(OpId::Resize, {resize_grad, {1, 2, 3}});
+  r.add(OpId::Upsample, {resize_grad, {1}});
 }
 
 }  // namespace oat::train

@@ -23,17 +23,24 @@ OpLists OpLists::defaults() {
   OpLists l;
   // FP16 compute with FP32 accumulation: the tensor-core ops.
   l.allow = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "LSTM", "GRU", "RNN"};
-  // Always FP32: range-sensitive math, reductions, normalisations, losses.
-  l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax",
+  // Always FP32: range-sensitive math, reductions, normalisations, losses. Tan, Sinh and Cosh
+  // are here for Exp's reason (their results leave FP16's range: cosh x > 65504 once |x| > 11.8,
+  // tan x near ±π/2), Atanh for Log's (a pole: FP16 rounds 1 − 2⁻¹² to 1, giving ±inf).
+  l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Tan", "Sinh",
+            "Cosh", "Atanh",
             "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum", "ReduceMean",
             "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
             "ReduceLogSumExp", "ReduceSumSquare", "CumSum", "LayerNormalization",
             "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
             "Resize"};
-  // Run in the precision their inputs arrive in (the widest wins).
+  // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table, the
+  // inverse functions whose results stay
+  // small: Asin, Acos, Atan (bounded), Asinh, Acosh (logarithmic growth) -- sensitive only near
+  // the ends of their domains, as Sqrt near 0.
   l.infer = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Sigmoid", "Tanh", "LeakyRelu",
              "Elu", "Gelu", "Erf", "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
-             "GlobalAveragePool", "BatchNormalization", "Dropout"};
+             "GlobalAveragePool", "BatchNormalization", "Dropout", "Asin",
+             "Acos", "Atan", "Asinh", "Acosh"};
   // Move data without changing values.
   l.clear = {"Relu", "MaxPool", "Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice",
              "Gather", "Squeeze", "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape"};

@@ -75,7 +75,11 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                          "InstanceNormalization",
                          "LpNormalization",
                          "Range",
-                         "TopK"})
+                         "TopK",
+                         "Tan",
+                         "Sinh",
+                         "Cosh",
+                         "Atanh"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);
   CHECK(l.infer == std::set<std::string>{"Add",
                                          "Sub",
@@ -98,7 +102,12 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                                          "AveragePool",
                                          "GlobalAveragePool",
                                          "BatchNormalization",
-                                         "Dropout"});
+                                         "Dropout",
+                                         "Asin",
+                                         "Acos",
+                                         "Atan",
+                                         "Asinh",
+                                         "Acosh"});
   CHECK(l.clear == std::set<std::string>{"Relu", "MaxPool", "Reshape", "Flatten", "Transpose",
                                          "Concat", "Split", "Slice", "Gather", "Squeeze",
                                          "Unsqueeze", "Identity", "Pad", "Expand", "Tile",

@@ -57,6 +57,12 @@ In vals(Shape s, std::vector<float> v) {
   return i;
 }
 In all_true(Shape s) { return In{In::True, std::move(s)}; }
+// n evenly spaced values in [lo, hi], for ops with a domain (Asin, Acosh) or poles (Tan).
+In spread(int64_t n, float lo, float hi) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * static_cast<float>(i) / (n - 1);
+  return vals({n}, std::move(v));
+}
 In huge(Shape s) { return In{In::Huge, std::move(s)}; }
 
 struct Case {
@@ -233,6 +239,12 @@ const std::vector<Case>& cases() {
                            "Softsign", "Softplus", "Mish", "Selu", "Elu", "Celu"})
       v.push_back({op, 18, {}, {flt({3, 17})}});
     for (const char* op : {"Sqrt", "Log", "Reciprocal"}) v.push_back({op, 13, {}, {pos({3, 17})}});
+    for (const char* op : {"Atan", "Sinh", "Cosh", "Asinh"})
+      v.push_back({op, 9, {}, {flt({3, 17})}});
+    v.push_back({"Tan", 7, {}, {spread(51, -1.4f, 1.4f)}});
+    for (const char* op : {"Asin", "Acos", "Atanh"})
+      v.push_back({op, 9, {}, {spread(51, -0.95f, 0.95f)}});
+    v.push_back({"Acosh", 9, {}, {spread(51, 1.f, 6.f)}});
     v.push_back({"LeakyRelu", 16, {{"alpha", attr_f(0.2f)}}, {flt({3, 17})}});
     v.push_back({"ThresholdedRelu", 10, {{"alpha", attr_f(0.5f)}}, {flt({3, 17})}});
     v.push_back({"Gelu", 20, {}, {flt({3, 17})}});

@@ -51,6 +51,12 @@ In I(std::vector<double> v) {
   return {In::Ints, {n}, std::move(v)};
 }
 In Bo(Shape s) { return {In::Bools, std::move(s), {}}; }
+// n evenly spaced values in [lo, hi] (a function's domain: Asin's [-1, 1], Acosh's [1, ∞)).
+In Span(int64_t n, double lo, double hi) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * static_cast<double>(i) / (n - 1);
+  return Fx({n}, std::move(v));
+}
 
 struct Case {
   std::string op;
@@ -238,6 +244,15 @@ std::vector<Case> cases() {
       {"Round", 11, none, {Fx({6}, {0.5, 1.5, 2.5, -0.5, -1.5, 2.75})}},
       {"Sin", 7, none, {x1k}},
       {"Cos", 7, none, {x1k}},
+      {"Tan", 7, none, {x1k}},
+      {"Asin", 7, none, {Span(1000, -0.99, 0.99)}},
+      {"Acos", 7, none, {Span(1000, -0.99, 0.99)}},
+      {"Atan", 7, none, {x1k}},
+      {"Sinh", 9, none, {x1k}},
+      {"Cosh", 9, none, {x1k}},
+      {"Asinh", 9, none, {x1k}},
+      {"Acosh", 9, none, {Span(1000, 1.0, 8.0)}},
+      {"Atanh", 9, none, {Span(1000, -0.99, 0.99)}},
       {"IsNaN", 13, none, {x1k}},
       {"IsInf", 10, none, {Fx({3}, {1.0, 1e30, -1e30})}},  // ±1e30 round to ±Inf in F16
       // activations

@@ -57,6 +57,16 @@ TEST_CASE("gradients: unary math") {
   test::check_gradients(unary("Reciprocal", 0.5, 3.0));
   test::check_gradients(unary("Sin"));
   test::check_gradients(unary("Cos"));
+  // trigonometric and hyperbolic functions, inside their domains and away from the poles
+  test::check_gradients(unary("Tan", -1.2, 1.2));
+  test::check_gradients(unary("Asin", -0.9, 0.9));
+  test::check_gradients(unary("Acos", -0.9, 0.9));
+  test::check_gradients(unary("Atan", -3.0, 3.0));
+  test::check_gradients(unary("Sinh", -2.0, 2.0));
+  test::check_gradients(unary("Cosh", -2.0, 2.0));
+  test::check_gradients(unary("Asinh", -3.0, 3.0));
+  test::check_gradients(unary("Acosh", 1.1, 4.0));
+  test::check_gradients(unary("Atanh", -0.9, 0.9));
   GradCheckCase abs = unary("Abs");
   abs.kinks = {0.0};
   test::check_gradients(abs);

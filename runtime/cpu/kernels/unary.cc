@@ -18,6 +18,9 @@
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
+
+void register_trig(KernelRegistry& r);  // trig.cc: Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh
+
 namespace {
 
 struct SqrtOp {
@@ -161,6 +164,7 @@ void register_unary(KernelRegistry& r) {
   add_unary<SignOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Sign);
   add_isnan<float, double, H, BF>(r);
   add_isinf<float, double, H, BF>(r);
+  register_trig(r);
 }
 
 }  // namespace oat::cpu

@@ -219,6 +219,8 @@ void register_elementwise(KernelRegistry& r) {
   OAT_UNARY(HardSigmoid) OAT_UNARY(HardSwish) OAT_UNARY(Tanh) OAT_UNARY(Clip) OAT_UNARY(Erf)
   OAT_UNARY(Gelu) OAT_UNARY(Elu) OAT_UNARY(Selu) OAT_UNARY(Celu) OAT_UNARY(Softplus)
   OAT_UNARY(Softsign) OAT_UNARY(ThresholdedRelu) OAT_UNARY(Mish)
+  OAT_UNARY(Tan) OAT_UNARY(Asin) OAT_UNARY(Acos) OAT_UNARY(Atan) OAT_UNARY(Sinh) OAT_UNARY(Cosh)
+  OAT_UNARY(Asinh) OAT_UNARY(Acosh) OAT_UNARY(Atanh)
 #undef OAT_UNARY
   r.add(OpId::Cast, D, kAnyDType, kernel_factory<CastKernel>());
   r.add(OpId::CastLike, D, kAnyDType, function_kernel(cast_like));

@@ -33,6 +33,7 @@ enum class UnaryOp : int {
   Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sign, Round, Sin, Cos,
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, GeluTanh, Elu, Selu,
   Celu, Softplus, Softsign, ThresholdedRelu, Mish,
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
   Scale  // y = alpha·x (gradients of means and averages)
 };
 // alpha/beta: the op's attributes (LeakyRelu alpha; HardSigmoid alpha, beta; Clip min, max;

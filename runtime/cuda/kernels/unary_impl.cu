@@ -1,5 +1,5 @@
 // Unary math, activations and Cast (elementwise.cc registers them). Formulas as in
-// runtime/cpu/kernels/unary.cc and activation.cc, evaluated in float.
+// runtime/cpu/kernels/unary.cc, trig.cc and activation.cc, evaluated in float.
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -52,6 +52,15 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
   if constexpr (Op == UnaryOp::Softsign) return x / (1.f + fabsf(x));
   if constexpr (Op == UnaryOp::ThresholdedRelu) return x > a ? x : 0.f;
   if constexpr (Op == UnaryOp::Mish) return x * tanhf(softplus(x));
+  if constexpr (Op == UnaryOp::Tan) return tanf(x);
+  if constexpr (Op == UnaryOp::Asin) return asinf(x);
+  if constexpr (Op == UnaryOp::Acos) return acosf(x);
+  if constexpr (Op == UnaryOp::Atan) return atanf(x);
+  if constexpr (Op == UnaryOp::Sinh) return sinhf(x);
+  if constexpr (Op == UnaryOp::Cosh) return coshf(x);
+  if constexpr (Op == UnaryOp::Asinh) return asinhf(x);
+  if constexpr (Op == UnaryOp::Acosh) return acoshf(x);
+  if constexpr (Op == UnaryOp::Atanh) return atanhf(x);
   if constexpr (Op == UnaryOp::Scale) return a * x;
   return x;
 }
@@ -154,6 +163,9 @@ void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, flo
     OAT_UNARY_CASE(Clip) OAT_UNARY_CASE(Erf) OAT_UNARY_CASE(Gelu) OAT_UNARY_CASE(GeluTanh)
     OAT_UNARY_CASE(Elu) OAT_UNARY_CASE(Selu) OAT_UNARY_CASE(Celu) OAT_UNARY_CASE(Softplus)
     OAT_UNARY_CASE(Softsign) OAT_UNARY_CASE(ThresholdedRelu) OAT_UNARY_CASE(Mish)
+    OAT_UNARY_CASE(Tan) OAT_UNARY_CASE(Asin) OAT_UNARY_CASE(Acos) OAT_UNARY_CASE(Atan)
+    OAT_UNARY_CASE(Sinh) OAT_UNARY_CASE(Cosh) OAT_UNARY_CASE(Asinh) OAT_UNARY_CASE(Acosh)
+    OAT_UNARY_CASE(Atanh)
     OAT_UNARY_CASE(Scale)
 #undef OAT_UNARY_CASE
   }

@@ -96,6 +96,54 @@ void cos_grad(G& c) {
   c.set_GI(0, c.emit1("Neg", {c.emit1("Mul", {c.GO(0), c.emit1("Sin", {c.I(0)})})}));
 }
 
+// Tan: dX = dY·(1 + Y²)   (1 + tan²x = 1/cos²x)
+void tan_grad(G& c) {
+  std::string one_y2 =
+      c.emit1("Add", {c.scalar_like(1.0, c.O(0)), c.emit1("Mul", {c.O(0), c.O(0)})});
+  c.set_GI(0, c.emit1("Mul", {c.GO(0), one_y2}));
+}
+
+// Sinh: dX = dY·cosh X;  Cosh: dX = dY·sinh X
+void sinh_grad(G& c) { c.set_GI(0, c.emit1("Mul", {c.GO(0), c.emit1("Cosh", {c.I(0)})})); }
+void cosh_grad(G& c) { c.set_GI(0, c.emit1("Mul", {c.GO(0), c.emit1("Sinh", {c.I(0)})})); }
+
+// 1 − X², the derivative's core for Asin, Acos and Atanh.
+std::string one_minus_x2(G& c) {
+  return c.emit1("Sub", {c.scalar_like(1.0, c.I(0)), c.emit1("Mul", {c.I(0), c.I(0)})});
+}
+
+// Asin: dX = dY / √(1 − X²)
+void asin_grad(G& c) {
+  c.set_GI(0, c.emit1("Div", {c.GO(0), c.emit1("Sqrt", {one_minus_x2(c)})}));
+}
+
+// Acos: dX = −dY / √(1 − X²)
+void acos_grad(G& c) {
+  c.set_GI(0, c.emit1("Neg", {c.emit1("Div", {c.GO(0), c.emit1("Sqrt", {one_minus_x2(c)})})}));
+}
+
+// Atan: dX = dY / (1 + X²)
+void atan_grad(G& c) {
+  std::string d = c.emit1("Add", {c.scalar_like(1.0, c.I(0)), c.emit1("Mul", {c.I(0), c.I(0)})});
+  c.set_GI(0, c.emit1("Div", {c.GO(0), d}));
+}
+
+// Asinh: dX = dY / √(X² + 1)
+void asinh_grad(G& c) {
+  std::string d = c.emit1("Add", {c.emit1("Mul", {c.I(0), c.I(0)}), c.scalar_like(1.0, c.I(0))});
+  c.set_GI(0, c.emit1("Div", {c.GO(0), c.emit1("Sqrt", {d})}));
+}
+
+// Acosh: dX = dY / √(X² − 1), written √((X − 1)(X + 1)) so X near 1 does not cancel
+void acosh_grad(G& c) {
+  std::string one = c.scalar_like(1.0, c.I(0));
+  std::string d = c.emit1("Mul", {c.emit1("Sub", {c.I(0), one}), c.emit1("Add", {c.I(0), one})});
+  c.set_GI(0, c.emit1("Div", {c.GO(0), c.emit1("Sqrt", {d})}));
+}
+
+// Atanh: dX = dY / (1 − X²)
+void atanh_grad(G& c) { c.set_GI(0, c.emit1("Div", {c.GO(0), one_minus_x2(c)})); }
+
 // Where(C, A, B): dA = sum_to(where(C, dY, 0), A), dB = sum_to(where(C, 0, dY), B)
 void where_grad(G& c) {
   std::string zero = c.scalar_like(0.0, c.GO(0));
@@ -124,6 +172,15 @@ void register_elementwise_gradients(GradientRegistry& r) {
   r.add(OpId::Abs, {abs_grad, {}});
   r.add(OpId::Sin, {sin_grad, {}});
   r.add(OpId::Cos, {cos_grad, {}});
+  r.add(OpId::Tan, {tan_grad, {}});
+  r.add(OpId::Asin, {asin_grad, {}});
+  r.add(OpId::Acos, {acos_grad, {}});
+  r.add(OpId::Atan, {atan_grad, {}});
+  r.add(OpId::Sinh, {sinh_grad, {}});
+  r.add(OpId::Cosh, {cosh_grad, {}});
+  r.add(OpId::Asinh, {asinh_grad, {}});
+  r.add(OpId::Acosh, {acosh_grad, {}});
+  r.add(OpId::Atanh, {atanh_grad, {}});
   r.add(OpId::Where, {where_grad, {0}});
 }
 

@@ -41,9 +41,10 @@ OpLists OpLists::defaults() {
              "Elu", "Gelu", "Erf", "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
              "GlobalAveragePool", "BatchNormalization", "Dropout", "Asin",
              "Acos", "Atan", "Asinh", "Acosh"};
-  // Move data without changing values.
+  // Move data without changing values (Trilu: beyond DESIGN.md's table, it keeps or zeroes).
   l.clear = {"Relu", "MaxPool", "Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice",
-             "Gather", "Squeeze", "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape"};
+             "Gather", "Squeeze", "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape",
+             "Trilu"};
   return l;
 }
 

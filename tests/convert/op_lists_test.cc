@@ -111,7 +111,7 @@ TEST_CASE("default op lists are DESIGN.md's table") {
   CHECK(l.clear == std::set<std::string>{"Relu", "MaxPool", "Reshape", "Flatten", "Transpose",
                                          "Concat", "Split", "Slice", "Gather", "Squeeze",
                                          "Unsqueeze", "Identity", "Pad", "Expand", "Tile",
-                                         "Shape"});
+                                         "Shape", "Trilu"});
   CHECK(l.list_of("Floor") == OpList::None);
   CHECK(std::string(op_list_name(OpList::Infer)) == "infer");
   // The lists are disjoint.

@@ -308,6 +308,11 @@ const std::vector<Case>& cases() {
     v.push_back({"Split", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), ints({2, 3})}, 2});
     v.push_back({"Gather", 13, {{"axis", attr_i(1)}}, {flt({3, 4, 2}), ints({0, 3, 1, -1}, {2, 2})}});
     v.push_back({"Expand", 13, {}, {flt({3, 1}), ints({2, 3, 4})}});
+    v.push_back({"Trilu", 14, {}, {flt({2, 4, 5}), ints({1})}, 1,
+                 {DType::F32, DType::F16, DType::BF16, DType::F64}});
+    v.push_back({"Trilu", 14, {{"upper", attr_i(0)}}, {flt({5, 3}), ints({-1})}});
+    v.push_back({"Trilu", 14, {{"upper", attr_i(0)}}, {flt({3, 3})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "no k"});
     v.push_back({"Pad", 13, {}, {flt({2, 3}), ints({1, 2, 0, -1})}});
     v.push_back({"Pad", 13, {}, {flt({2, 3}), ints({0, 1, 1, 2}), flt({})}, 1,
                  {DType::F32, DType::F16, DType::BF16}, "value"});

@@ -389,6 +389,8 @@ std::vector<Case> cases() {
        {U({1, 1, 2, 3}), F32({4}, {1, 1, 2, 2})},
        1,
        true},
+      {"Trilu", 14, none, {U({2, 5, 6}), I({}, {1})}, 1, true},
+      {"Trilu", 14, {{"upper", attr_i(0)}}, {U({3, 4})}, 1, true},
       // generators
       {"Range", 11, none, {Fx({}, {0.5}), Fx({}, {7.25}), Fx({}, {0.75})}},
       {"Dropout", 13, none, {x1k}, 2},

@@ -210,6 +210,14 @@ TEST_CASE("gradients: DepthToSpace and SpaceToDepth") {
   }
 }
 
+TEST_CASE("gradients: Trilu masks dY with the same triangle") {
+  const GradCheckInput k = fixed(Tensor::from_vector<int64_t>({}, {1}));
+  const GradCheckInput k_neg = fixed(Tensor::from_vector<int64_t>({}, {-1}));
+  test::check_gradients(op_case("Trilu", {in({3, 4})}, {}, 14));
+  test::check_gradients(op_case("Trilu", {in({2, 3, 4}), k}, {{"upper", int1(0)}}, 14));
+  test::check_gradients(op_case("Trilu", {in({4, 3}), k_neg}, {{"upper", int1(1)}}, 14));
+}
+
 TEST_CASE("gradients: Cast and CastLike") {
   test::check_gradients(op_case("Cast", {in({2, 3})}, {{"to", int1(11)}}));  // double
   test::check_gradients(op_case("CastLike", {in({2, 3}), fixed(Tensor::scalar<double>(0))}));

@@ -209,6 +209,7 @@ void register_movement(KernelRegistry& r) {
   register_slice(r);
   register_gather(r);
   register_pad(r);
+  register_trilu(r);
 }
 
 }  // namespace oat::cpu

@@ -21,6 +21,7 @@ void register_transpose(KernelRegistry& r);  // kernels/transpose.cc
 void register_slice(KernelRegistry& r);      // kernels/slice.cc: Slice
 void register_gather(KernelRegistry& r);     // kernels/gather.cc: Gather GatherElements
 void register_pad(KernelRegistry& r);        // kernels/pad.cc: Pad
+void register_trilu(KernelRegistry& r);      // kernels/trilu.cc: Trilu
 // Part of register_generator() (kernels/generator.cc).
 void register_cast(KernelRegistry& r);  // kernels/cast.cc: Cast CastLike
 

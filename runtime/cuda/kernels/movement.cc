@@ -2,10 +2,11 @@
 // kernel: out[i] = x[base + Σ idx_d·stride_d]), Concat and Split (row copies with
 // cudaMemcpy2DAsync: each input is a [outer, len·inner] block of the [outer, total·inner] output),
 // Gather and GatherElements (movement_impl.cu), Tile, DepthToSpace and SpaceToDepth (strided
-// reads). Every dtype: only bytes move.
+// reads), Trilu (movement_impl.cu). Every dtype: only bytes move.
 #include <algorithm>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/trilu_k.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/movement_impl.h"
@@ -379,6 +380,17 @@ void space_to_depth(KernelContext& ctx) {
   strided_copy(ctx, x, 0, {N, b, b, C, H / b, W / b}, {C * H * W, W, 1, H * W, b * W, b}, y);
 }
 
+// Trilu(X, k): the checks of the CPU kernel (trilu_k.h), k read on the host.
+void trilu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor k;
+  if (ctx.has_input(1)) k = host_input(ctx, 1);
+  const int64_t kv = cpu::trilu_k(ctx, k.defined() ? &k : nullptr, x.shape());
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  launch_trilu(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), y.raw_data(), y.numel(),
+               x.dim(-2), x.dim(-1), kv, ctx.node().attr_int("upper", 1) != 0, stream_of(ctx));
+}
+
 }  // namespace
 
 void register_movement(KernelRegistry& r) {
@@ -393,6 +405,7 @@ void register_movement(KernelRegistry& r) {
   r.add(OpId::Tile, D, kAnyDType, function_kernel(tile));
   r.add(OpId::DepthToSpace, D, kAnyDType, function_kernel(depth_to_space));
   r.add(OpId::SpaceToDepth, D, kAnyDType, function_kernel(space_to_depth));
+  r.add(OpId::Trilu, D, kAnyDType, function_kernel(trilu));
 }
 
 }  // namespace oat::cuda

@@ -66,6 +66,17 @@ __global__ void gather_elements_grad_kernel(const T* dy, const I* idx, float* ac
 }
 
 template <class W>
+__global__ void trilu_kernel(const W* x, W* y, int64_t n, int64_t rows, int64_t cols, int64_t k,
+                             bool upper) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : W(0);
+  }
+}
+
+template <class W>
 __global__ void pad_kernel(const W* x, W* y, int64_t n, const int64_t* maps, PadPlan p, W fill) {
   OAT_GRID_STRIDE_LOOP(e, n) {
     int64_t i = e, off = 0;
@@ -175,6 +186,24 @@ void launch_pad(int elem_bytes, const void* x, void* y, int64_t n, const int64_t
     case 4: go(uint32_t{}); break;
     case 8: go(uint64_t{}); break;
     default: throw std::runtime_error("Pad: unsupported element size");
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_trilu(int elem_bytes, const void* x, void* y, int64_t n, int64_t rows, int64_t cols,
+                  int64_t k, bool upper, cudaStream_t s) {
+  if (n == 0) return;
+  auto go = [&](auto word) {
+    using W = decltype(word);
+    trilu_kernel<W><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const W*>(x),
+                                                       static_cast<W*>(y), n, rows, cols, k, upper);
+  };
+  switch (elem_bytes) {
+    case 1: go(uint8_t{}); break;
+    case 2: go(uint16_t{}); break;
+    case 4: go(uint32_t{}); break;
+    case 8: go(uint64_t{}); break;
+    default: throw std::runtime_error("Trilu: unsupported element size");
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -67,4 +67,10 @@ struct PadGradPlan {
 void launch_pad_grad(ElemType t, const void* dy, void* dx, int64_t n, const int64_t* inv,
                      const PadGradPlan& plan, cudaStream_t s);
 
+// Trilu: X viewed as [batch, rows, cols]; y[b, i, j] = keep ? x[b, i, j] : 0 with
+// keep = j − i ≥ k (upper) or j − i ≤ k (lower). Any element type of 1, 2, 4 or 8 bytes (the
+// all-zero word is zero for every dtype).
+void launch_trilu(int elem_bytes, const void* x, void* y, int64_t n, int64_t rows, int64_t cols,
+                  int64_t k, bool upper, cudaStream_t s);
+
 }  // namespace oat::cuda

@@ -213,6 +213,13 @@ void space_to_depth_grad(G& c) {
   c.set_GI(0, c.emit1("DepthToSpace", {c.GO(0)}, attrs));
 }
 
+// Trilu: Y = X ⊙ M (M the 0/1 triangle mask of k and upper), so dX = dY ⊙ M = Trilu(dY, k).
+void trilu_grad(G& c) {
+  std::vector<std::string> in = {c.GO(0)};
+  if (!c.I(1).empty()) in.push_back(c.I(1));
+  c.set_GI(0, c.emit1("Trilu", in, copy_attrs(c.node(), {"upper"})));
+}
+
 }  // namespace
 
 void register_shape_gradients(GradientRegistry& r) {
@@ -235,6 +242,7 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::Dropout, {dropout_grad, {1, 2}});
   r.add(OpId::DepthToSpace, {depth_to_space_grad, {}});
   r.add(OpId::SpaceToDepth, {space_to_depth_grad, {}});
+  r.add(OpId::Trilu, {trilu_grad, {1}});
 }
 
 }  // namespace oat::train

@@ -33,13 +33,13 @@ OpLists OpLists::defaults() {
             "ReduceLogSumExp", "ReduceSumSquare", "CumSum", "LayerNormalization",
             "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
             "Resize"};
-  // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table, the
-  // inverse functions whose results stay
+  // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table: Mean
+  // (as Sum), Shrink (piecewise linear, as Clip), and the inverse functions whose results stay
   // small: Asin, Acos, Atan (bounded), Asinh, Acosh (logarithmic growth) -- sensitive only near
   // the ends of their domains, as Sqrt near 0.
   l.infer = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Sigmoid", "Tanh", "LeakyRelu",
              "Elu", "Gelu", "Erf", "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
-             "GlobalAveragePool", "BatchNormalization", "Dropout", "Asin",
+             "GlobalAveragePool", "BatchNormalization", "Dropout", "Mean", "Shrink", "Asin",
              "Acos", "Atan", "Asinh", "Acosh"};
   // Move data without changing values (Trilu: beyond DESIGN.md's table, it keeps or zeroes).
   l.clear = {"Relu", "MaxPool", "Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice",

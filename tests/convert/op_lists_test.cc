@@ -103,6 +103,8 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                                          "GlobalAveragePool",
                                          "BatchNormalization",
                                          "Dropout",
+                                         "Mean",
+                                         "Shrink",
                                          "Asin",
                                          "Acos",
                                          "Atan",

@@ -205,6 +205,9 @@ const std::vector<Case>& cases() {
                                    vals({}, {1.f})}, 1, {DType::F32, DType::F16, DType::BF16},
                  "NaN"});
     v.push_back({"Sum", 13, {}, {flt({2, 3}), flt({3}), flt({1})}});
+    v.push_back({"Mean", 13, {}, {flt({2, 3}), flt({3}), flt({1})}});
+    v.push_back({"Mean", 13, {}, {flt({2, 3})}, 1, {DType::F32, DType::F16, DType::BF16},
+                 "one input"});
     v.push_back({"Add", 17, {}, {flt({64, 65}), flt({64, 65})}, 1, {DType::F32}, "same shape"});
     for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
       v.push_back({op, 16, {}, {flt({4, 5}), flt({5})}});
@@ -245,6 +248,7 @@ const std::vector<Case>& cases() {
     for (const char* op : {"Asin", "Acos", "Atanh"})
       v.push_back({op, 9, {}, {spread(51, -0.95f, 0.95f)}});
     v.push_back({"Acosh", 9, {}, {spread(51, 1.f, 6.f)}});
+    v.push_back({"Shrink", 9, {{"lambd", attr_f(1.f)}, {"bias", attr_f(0.5f)}}, {flt({3, 17})}});
     v.push_back({"LeakyRelu", 16, {{"alpha", attr_f(0.2f)}}, {flt({3, 17})}});
     v.push_back({"ThresholdedRelu", 10, {{"alpha", attr_f(0.5f)}}, {flt({3, 17})}});
     v.push_back({"Gelu", 20, {}, {flt({3, 17})}});

@@ -272,6 +272,24 @@ TEST_CASE("Sqrt/Exp/Log/Sin/Cos agree with the C library over a large (parallel)
   CHECK(e.data<double>()[2] == doctest::Approx(std::exp(2.0)).epsilon(1e-14));
 }
 
+TEST_CASE("Mean: variadic with broadcasting, one input, float64 and F16") {
+  Tensor a = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = f32({3}, {10, 20, 30});
+  Tensor c = f32({2, 1}, {-3, 3});
+  Tensor y = run1("Mean", 13, {}, {a, b, c});
+  CHECK(y.shape() == Shape{2, 3});
+  const std::vector<float> want = {8.0f / 3, 19.0f / 3, 30.0f / 3, 17.0f / 3, 28.0f / 3, 13};
+  for (int i = 0; i < 6; ++i) CHECK(y.data<float>()[i] == doctest::Approx(want[i]));
+  CHECK(run1("Mean", 13, {}, {a}).data<float>()[4] == 5.0f);
+  Tensor d = run1("Mean", 8, {}, {cast_tensor(a, DType::F64), cast_tensor(b, DType::F64)});
+  CHECK(d.dtype() == DType::F64);
+  CHECK(d.data<double>()[5] == 18.0);
+  Tensor h = run1("Mean", 13, {}, {cast_tensor(a, DType::F16), cast_tensor(b, DType::F16)});
+  CHECK(h.dtype() == DType::F16);
+  CHECK(h.item_as_double(1) == 11.0);
+  CHECK(error_of("Mean", {a, f32({4}, {1, 2, 3, 4})}).find("[2, 3]") != std::string::npos);
+}
+
 TEST_CASE("comparisons output bool with broadcasting; logic ops; Not") {
   Tensor a = f32({2, 2}, {1, 2, 3, 4});
   Tensor b = f32({2}, {2, 3});

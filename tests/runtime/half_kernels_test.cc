@@ -229,6 +229,7 @@ std::vector<Case> cases() {
       {"Mod", 13, {{"fmod", attr_i(1)}}, {U({300}), P({300})}},
       {"Mod", 13, none, {U({300}), P({300})}},
       {"Sum", 13, none, {U({4, 50}), U({50}), U({4, 50})}},
+      {"Mean", 13, none, {U({4, 50}), U({50}), U({4, 50})}},
       {"Max", 13, none, {Sm({4, 50}), Sm({50}), U({4, 1})}},
       {"Min", 13, none, {Sm({4, 50}), Sm({4, 50})}},
       // unary math
@@ -275,6 +276,7 @@ std::vector<Case> cases() {
       {"PRelu", 16, none, {U({2, 4, 25}), U({4, 1})}},
       {"ThresholdedRelu", 10, none, {x1k}},
       {"Mish", 18, none, {x1k}},
+      {"Shrink", 9, {{"lambd", attr_f(1.0f)}, {"bias", attr_f(0.5f)}}, {x1k}},
       // comparison and selection
       {"Equal", 13, none, {Sm({4, 25}), Sm({25})}},
       {"Less", 13, none, {Sm({4, 25}), Sm({25})}},

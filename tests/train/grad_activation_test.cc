@@ -157,6 +157,10 @@ TEST_CASE("gradients: ReLU family") {
     c.inputs = {in({2, 3, 2}), in({3}, 0.1, 0.5)};
     test::check_gradients(c);
   }
+  SUBCASE("Shrink") {
+    test::check_gradients(unary("Shrink", {}, {-0.5, 0.5}));
+    test::check_gradients(unary("Shrink", {{"lambd", f(1.0f)}, {"bias", f(0.25f)}}, {-1.0, 1.0}));
+  }
   SUBCASE("ThresholdedRelu") {
     test::check_gradients(unary("ThresholdedRelu", {}, {1.0}));
     test::check_gradients(unary("ThresholdedRelu", {{"alpha", f(0.5f)}}, {0.5}));

@@ -38,8 +38,8 @@ TEST_CASE("gradients: binary arithmetic with broadcasting") {
   }
 }
 
-TEST_CASE("gradients: variadic Sum, Max, Min") {
-  for (const char* op : {"Sum", "Max", "Min"}) {
+TEST_CASE("gradients: variadic Sum, Max, Min, Mean") {
+  for (const char* op : {"Sum", "Max", "Min", "Mean"}) {
     SUBCASE(op) {
       GradCheckCase c;
       c.op = op;

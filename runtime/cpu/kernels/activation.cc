@@ -18,6 +18,7 @@
 //                                              (opset < 7: a 1-D slope of size C is per channel)
 //   ThresholdedRelu y = x > α ? x : 0                                        α = 1
 //   Mish            y = x · tanh(softplus(x))
+//   Shrink          y = x < -λ ? x + bias : (x > λ ? x - bias : 0)          λ = 0.5, bias = 0
 // F16/BF16 compute in float and round each element once (low_precision.h). The exponential
 // branches are written branch-free, e.g. Elu = max(x,0) + α·expm1(min(x,0)), so
 // Eigen evaluates them with vectorised expm1/tanh/erf instead of a per-element select.
@@ -128,6 +129,16 @@ struct ThresholdedReluOp {
     return x > T(alpha) ? x : T(0);
   }
   float alpha;
+};
+
+struct ShrinkOp {
+  explicit ShrinkOp(const Node& n)
+      : lambd(n.attr_float("lambd", 0.5f)), bias(n.attr_float("bias", 0.0f)) {}
+  template <class T>
+  T operator()(T x) const {
+    return x < T(-lambd) ? x + T(bias) : (x > T(lambd) ? x - T(bias) : T(0));
+  }
+  float lambd, bias;
 };
 
 // ---- Eigen expressions -------------------------------------------------------------------------
@@ -309,6 +320,7 @@ void register_activation(KernelRegistry& r) {
   add_scalar<HardSwishOp, float, double, H, BF>(r, OpId::HardSwish);
   add_scalar<SoftsignOp, float, double, H, BF>(r, OpId::Softsign);
   add_scalar<ThresholdedReluOp, float, double, H, BF>(r, OpId::ThresholdedRelu);
+  add_scalar<ShrinkOp, float, double, H, BF>(r, OpId::Shrink);
   add_eigen<SigmoidOp, float, double, H, BF>(r, OpId::Sigmoid);
   add_eigen<TanhOp, float, double, H, BF>(r, OpId::Tanh);
   add_eigen<ErfOp, float, double, H, BF>(r, OpId::Erf);

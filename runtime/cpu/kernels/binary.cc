@@ -6,6 +6,7 @@
 //        fmod=1: y = a - trunc(a / b) * b  (sign of the dividend, C's fmod)
 //   Sum / Max / Min       variadic: y = x0 ∘ x1 ∘ ... ∘ xn-1, all broadcast together
 //                         (Max/Min propagate NaN, like numpy's maximum/minimum)
+//   Mean                  variadic: y = (x0 + x1 + ... + xn-1) / n, broadcast together
 // F16/BF16: every op computes in float and rounds each element once; Sum of more than two inputs
 // accumulates all of them in float (the FP32 kernel on float copies) before its one rounding.
 #include <cmath>
@@ -236,6 +237,27 @@ void variadic_kernel(KernelContext& ctx) {
   }
 }
 
+// Mean: x0 copied to y, each further input added in place, then y /= n (floats only; the
+// F16/BF16 kernel runs this one on float copies, so the sum and the scaling round once).
+template <class T>
+void mean_kernel(KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  if (n < 1) ctx.fail("needs at least one input");
+  std::vector<Shape> shapes;
+  for (int i = 0; i < n; ++i) shapes.push_back(ctx.input(i).shape());
+  require_same_dtype(ctx, ctx.input(0).dtype(), 0, n);
+  const Shape out = broadcast_or_fail(ctx, shapes);
+  Tensor& y = ctx.allocate_output(0, ctx.input(0).dtype(), out);
+  T* py = y.data<T>();
+  broadcast_copy(ctx.input(0).data<T>(), ctx.input(0).shape(), py, out);
+  for (int i = 1; i < n; ++i) {
+    const Tensor& x = ctx.input(i);
+    broadcast_binary(static_cast<const T*>(py), out, x.data<T>(), x.shape(), py, out, AddOp{});
+  }
+  const T count = static_cast<T>(n);
+  map_unary(static_cast<const T*>(py), py, y.numel(), [count](T v) { return v / count; });
+}
+
 template <class Op, class... Ts>
 void add_variadic(KernelRegistry& r, OpId op) {
   (r.add(op, Device::CPU, dtype_of<Ts>(), function_kernel(&variadic_kernel<Ts, Op>)), ...);
@@ -274,6 +296,9 @@ void register_binary(KernelRegistry& r) {
   add_variadic<AddOp, float, double>(r, OpId::Sum);
   r.add(OpId::Sum, Device::CPU, kLowFloats,
         in_fp32(function_kernel(&variadic_kernel<float, AddOp>)));
+  r.add(OpId::Mean, Device::CPU, DType::F32, function_kernel(&mean_kernel<float>));
+  r.add(OpId::Mean, Device::CPU, DType::F64, function_kernel(&mean_kernel<double>));
+  r.add(OpId::Mean, Device::CPU, kLowFloats, in_fp32(function_kernel(&mean_kernel<float>)));
   add_variadic<MaxOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Max);
   add_variadic<MinOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Min);
 }

@@ -1,5 +1,5 @@
 // CUDA elementwise kernels: binary arithmetic with numpy broadcasting (Add Sub Mul Div Pow, the
-// variadic Sum Max Min, PRelu, Mod with fmod = 1), comparisons and logic (bool out), Where, unary
+// variadic Sum Max Min Mean, PRelu, Mod with fmod = 1), comparisons and logic (bool out), Where, unary
 // math and activations, IsNaN IsInf Not, Cast/CastLike. Device code in binary_impl.cu and unary_impl.cu; F32/F16/BF16
 // compute in float and round once when stored.
 #include <cmath>
@@ -64,6 +64,17 @@ void variadic(KernelContext& ctx) {
   for (int i = 1; i < n; ++i) acc = binary_into(ctx, Op, acc, ctx.input(i), i == n - 1 ? 0 : -1);
 }
 
+// Mean over 1..n inputs: the Sum fold, then y = (1/n)·y in place (Scale).
+void mean(KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  Tensor acc = ctx.input(0);
+  for (int i = 1; i < n; ++i) acc = binary_into(ctx, BinaryOp::Add, acc, ctx.input(i), -1);
+  const Tensor& x0 = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x0.dtype(), acc.shape());
+  launch_unary(UnaryOp::Scale, elem_type(x0.dtype()), acc.raw_data(), y.raw_data(), y.numel(),
+               1.f / static_cast<float>(n), 0.f, stream_of(ctx));
+}
+
 // Where(cond, X, Y): cond ? X : Y with all three broadcast.
 void where(KernelContext& ctx) {
   const Tensor& c = ctx.input(0);
@@ -91,6 +102,7 @@ UnaryParams params_of(UnaryOp op, const KernelContext& ctx) {
     case UnaryOp::HardSigmoid: return {n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
     case UnaryOp::Elu: case UnaryOp::Celu: case UnaryOp::ThresholdedRelu:
       return {n.attr_float("alpha", 1.f), 0.f};
+    case UnaryOp::Shrink: return {n.attr_float("lambd", 0.5f), n.attr_float("bias", 0.f)};
     case UnaryOp::Selu:
       return {n.attr_float("alpha", 1.67326319217681884765625f),
               n.attr_float("gamma", 1.05070102214813232421875f)};
@@ -200,6 +212,7 @@ void register_elementwise(KernelRegistry& r) {
   add_floats(r, OpId::Sum, function_kernel(variadic<BinaryOp::Add>));
   add_floats(r, OpId::Max, function_kernel(variadic<BinaryOp::Max>));
   add_floats(r, OpId::Min, function_kernel(variadic<BinaryOp::Min>));
+  add_floats(r, OpId::Mean, function_kernel(mean));
   add_floats(r, OpId::Equal, function_kernel(binary<BinaryOp::Equal>));
   add_floats(r, OpId::Less, function_kernel(binary<BinaryOp::Less>));
   add_floats(r, OpId::Greater, function_kernel(binary<BinaryOp::Greater>));
@@ -220,7 +233,7 @@ void register_elementwise(KernelRegistry& r) {
   OAT_UNARY(Gelu) OAT_UNARY(Elu) OAT_UNARY(Selu) OAT_UNARY(Celu) OAT_UNARY(Softplus)
   OAT_UNARY(Softsign) OAT_UNARY(ThresholdedRelu) OAT_UNARY(Mish)
   OAT_UNARY(Tan) OAT_UNARY(Asin) OAT_UNARY(Acos) OAT_UNARY(Atan) OAT_UNARY(Sinh) OAT_UNARY(Cosh)
-  OAT_UNARY(Asinh) OAT_UNARY(Acosh) OAT_UNARY(Atanh)
+  OAT_UNARY(Asinh) OAT_UNARY(Acosh) OAT_UNARY(Atanh) OAT_UNARY(Shrink)
 #undef OAT_UNARY
   r.add(OpId::Cast, D, kAnyDType, kernel_factory<CastKernel>());
   r.add(OpId::CastLike, D, kAnyDType, function_kernel(cast_like));

@@ -33,11 +33,11 @@ enum class UnaryOp : int {
   Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sign, Round, Sin, Cos,
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, GeluTanh, Elu, Selu,
   Celu, Softplus, Softsign, ThresholdedRelu, Mish,
-  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Shrink,
   Scale  // y = alpha·x (gradients of means and averages)
 };
 // alpha/beta: the op's attributes (LeakyRelu alpha; HardSigmoid alpha, beta; Clip min, max;
-// Selu alpha, gamma; Elu/Celu/ThresholdedRelu alpha).
+// Selu alpha, gamma; Elu/Celu/ThresholdedRelu alpha; Shrink lambd, bias).
 void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, float alpha,
                   float beta, cudaStream_t s);
 

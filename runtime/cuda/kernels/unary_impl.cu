@@ -61,6 +61,7 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
   if constexpr (Op == UnaryOp::Asinh) return asinhf(x);
   if constexpr (Op == UnaryOp::Acosh) return acoshf(x);
   if constexpr (Op == UnaryOp::Atanh) return atanhf(x);
+  if constexpr (Op == UnaryOp::Shrink) return x < -a ? x + b : (x > a ? x - b : 0.f);
   if constexpr (Op == UnaryOp::Scale) return a * x;
   return x;
 }
@@ -165,7 +166,7 @@ void launch_unary(UnaryOp op, ElemType t, const void* x, void* y, int64_t n, flo
     OAT_UNARY_CASE(Softsign) OAT_UNARY_CASE(ThresholdedRelu) OAT_UNARY_CASE(Mish)
     OAT_UNARY_CASE(Tan) OAT_UNARY_CASE(Asin) OAT_UNARY_CASE(Acos) OAT_UNARY_CASE(Atan)
     OAT_UNARY_CASE(Sinh) OAT_UNARY_CASE(Cosh) OAT_UNARY_CASE(Asinh) OAT_UNARY_CASE(Acosh)
-    OAT_UNARY_CASE(Atanh)
+    OAT_UNARY_CASE(Atanh) OAT_UNARY_CASE(Shrink)
     OAT_UNARY_CASE(Scale)
 #undef OAT_UNARY_CASE
   }

@@ -131,6 +131,14 @@ void thresholded_relu_grad(G& c) {
   c.set_GI(0, c.emit1("Mul", {c.GO(0), c.emit1("CastLike", {gt, c.GO(0)})}));
 }
 
+// Shrink: y = x − bias (x > λ), x + bias (x < −λ), 0 between.  dX = dY ⊙ (|X| > λ)
+void shrink_grad(G& c) {
+  const float lambd = c.node().attr_float("lambd", 0.5f);
+  std::string outside =
+      c.emit1("Greater", {c.emit1("Abs", {c.I(0)}), c.scalar_like(lambd, c.I(0))});
+  c.set_GI(0, c.emit1("Mul", {c.GO(0), c.emit1("CastLike", {outside, c.GO(0)})}));
+}
+
 }  // namespace
 
 void register_activation_gradients(GradientRegistry& r) {
@@ -151,6 +159,7 @@ void register_activation_gradients(GradientRegistry& r) {
   r.add(OpId::PRelu, {prelu_grad, {}});
   r.add(OpId::Mish, {mish_grad, {}});
   r.add(OpId::ThresholdedRelu, {thresholded_relu_grad, {}});
+  r.add(OpId::Shrink, {shrink_grad, {}});
 }
 
 }  // namespace oat::train

@@ -57,6 +57,14 @@ void sum_grad(G& c) {
     if (c.needs_GI(i)) c.set_GI(i, c.sum_to_shape_of(c.GO(0), c.I(i)));
 }
 
+// Mean: Y = (X_0 + … + X_{n−1}) / n.  dX_i = sum_to(dY / n, X_i)
+void mean_grad(G& c) {
+  const int n = static_cast<int>(c.node().inputs.size());
+  std::string g = c.emit1("Div", {c.GO(0), c.scalar_like(n, c.GO(0))});
+  for (int i = 0; i < n; ++i)
+    if (c.needs_GI(i)) c.set_GI(i, c.sum_to_shape_of(g, c.I(i)));
+}
+
 // Max/Min: dX_i = sum_to(dY·[X_i == Y], X_i). Ties pass the gradient to every tied input.
 void minmax_grad(G& c) {
   for (int i = 0; i < static_cast<int>(c.node().inputs.size()); ++i) {
@@ -181,6 +189,7 @@ void register_elementwise_gradients(GradientRegistry& r) {
   r.add(OpId::Asinh, {asinh_grad, {}});
   r.add(OpId::Acosh, {acosh_grad, {}});
   r.add(OpId::Atanh, {atanh_grad, {}});
+  r.add(OpId::Mean, {mean_grad, {}});
   r.add(OpId::Where, {where_grad, {0}});
 }
 

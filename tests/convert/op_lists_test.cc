@@ -79,7 +79,9 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                          "Tan",
                          "Sinh",
                          "Cosh",
-                         "Atanh"})
+                         "Atanh",
+                         "Resize",
+                         "Upsample"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);
   CHECK(l.infer == std::set<std::string>{"Add",
                                          "Sub",

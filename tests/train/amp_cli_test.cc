@@ -148,11 +148,11 @@ TEST_CASE("cli: bad mixed-precision options are refused with the option's name a
     for (const auto& a : c.args) joined += a + " ";
     CAPTURE(joined);
     Run r = s.cli(train_args(s, c.args));
+    INFO(r.err);  // logged with any failing check below
     CHECK(r.status != 0);
     CHECK(r.status != -1);  // no crash
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(r.err.find("error") != std::string::npos);
     CHECK_FALSE(fs::exists(s / "trained.onnx"));
-    INFO(r.err);
   }
 }

@@ -222,8 +222,7 @@ void keep_working_copies(TrainingGraph& tg, DType low) {
     const std::string& p = it->first;
     const std::string& copy = it->second;
     const size_t out = n.op == OpId::SGDUpdate ? kSgdWorkingOutput : kAdamWorkingOutput;
-    if (n.outputs.size() < out) n.outputs.resize(out);  // SGD without momentum: no V'
-    n.outputs.resize(out + 1);
+    n.outputs.resize(out + 1);  // SGD without momentum has no V': output 1 stays ""
     n.outputs[out] = copy + ".next";
     n.attrs[kWorkingTypeAttr] = int_attr(code);
     g.initializers[copy] = cast_tensor(g.initializers.at(p), low);

@@ -208,16 +208,22 @@ void pow_kernel(KernelContext& ctx) {
 
 // ---- Sum / Max / Min ---------------------------------------------------------------------------
 
-// y = x0 ∘ x1 ∘ ... : the first pair is computed into y directly when it already has y's shape,
-// then each further input is folded into y in place.
-template <class T, class Op>
-void variadic_kernel(KernelContext& ctx) {
+// The output shape of a variadic op: one or more inputs of one dtype, broadcast together.
+Shape variadic_shape(const KernelContext& ctx) {
   const int n = ctx.num_inputs();
   if (n < 1) ctx.fail("needs at least one input");
   std::vector<Shape> shapes;
   for (int i = 0; i < n; ++i) shapes.push_back(ctx.input(i).shape());
   require_same_dtype(ctx, ctx.input(0).dtype(), 0, n);
-  const Shape out = broadcast_or_fail(ctx, shapes);
+  return broadcast_or_fail(ctx, shapes);
+}
+
+// y = x0 ∘ x1 ∘ ... : the first pair is computed into y directly when it already has y's shape,
+// then each further input is folded into y in place.
+template <class T, class Op>
+void variadic_kernel(KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  const Shape out = variadic_shape(ctx);
   if (n == 1) return ctx.set_output(0, ctx.input(0));
   Tensor& y = ctx.allocate_output(0, ctx.input(0).dtype(), out);
   T* py = y.data<T>();
@@ -242,11 +248,7 @@ void variadic_kernel(KernelContext& ctx) {
 template <class T>
 void mean_kernel(KernelContext& ctx) {
   const int n = ctx.num_inputs();
-  if (n < 1) ctx.fail("needs at least one input");
-  std::vector<Shape> shapes;
-  for (int i = 0; i < n; ++i) shapes.push_back(ctx.input(i).shape());
-  require_same_dtype(ctx, ctx.input(0).dtype(), 0, n);
-  const Shape out = broadcast_or_fail(ctx, shapes);
+  const Shape out = variadic_shape(ctx);
   Tensor& y = ctx.allocate_output(0, ctx.input(0).dtype(), out);
   T* py = y.data<T>();
   broadcast_copy(ctx.input(0).data<T>(), ctx.input(0).shape(), py, out);

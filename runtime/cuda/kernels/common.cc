@@ -9,6 +9,11 @@ static_assert(static_cast<int>(ElemType::Bool) == static_cast<int>(DType::Bool) 
                   static_cast<int>(ElemType::I64) == static_cast<int>(DType::I64),
               "ElemType must follow DType's order");
 
+void require_cuda_rank(const KernelContext& ctx, size_t rank) {
+  if (rank > static_cast<size_t>(kMaxRank))
+    ctx.fail(cat("rank ", rank, " is above the CUDA kernels' ", kMaxRank));
+}
+
 Shape shape_input(const KernelContext& ctx, int i) {
   Shape s = host_input(ctx, i).to_int_vector();
   for (int64_t d : s)

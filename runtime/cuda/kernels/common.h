@@ -19,6 +19,10 @@ inline cudaStream_t stream_of(const KernelContext& ctx) { return cuda_context(ct
 // negative dimension.
 Shape shape_input(const KernelContext& ctx, int i);
 
+// Fails "rank R is above the CUDA kernels' 8" when a tensor's rank exceeds the index structs'
+// kMaxRank.
+void require_cuda_rank(const KernelContext& ctx, size_t rank);
+
 // Indexes `ins` (each broadcastable to `out`) over `out`, dimensions of size 1 dropped and
 // adjacent dimensions merged where every operand is contiguous across them. At most 3 operands.
 // Throws Error when more than kMaxRank dimensions remain.

@@ -39,8 +39,7 @@ void slice_grad(KernelContext& ctx) {
   Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
   const cudaStream_t s = stream_of(ctx);
   if (dx.nbytes()) CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), s));
-  if (v.shape.size() > static_cast<size_t>(kMaxRank))
-    ctx.fail(cat("rank ", v.shape.size(), " is above the CUDA kernels' ", kMaxRank));
+  require_cuda_rank(ctx, v.shape.size());
   BroadcastIndex ix;
   ix.rank = static_cast<int>(v.shape.size());
   for (int d = 0; d < ix.rank; ++d) {

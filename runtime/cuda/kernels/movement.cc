@@ -28,7 +28,7 @@ GatherElementsPlan gather_elements_plan(const KernelContext& ctx, const Shape& x
   if (r == 0 || idx.rank() != r)
     ctx.fail(cat("indices ", shape_str(idx.shape()), " must have the rank of data ", shape_str(xs),
                  " (at least 1)"));
-  if (r > kMaxRank) ctx.fail(cat("rank ", r, " is above the CUDA kernels' ", kMaxRank));
+  require_cuda_rank(ctx, xs.size());
   const int axis = norm_axis(ctx, axis_attr, r);
   for (int d = 0; d < r; ++d)
     if (d != axis && idx.shape()[d] > xs[d])
@@ -59,8 +59,7 @@ namespace {
 // out[i] = x[base + Σ idx_d·strides_d] over `out` (strides in elements, may be 0 or negative).
 void strided_copy(KernelContext& ctx, const Tensor& x, int64_t base, const Shape& out,
                   const std::vector<int64_t>& strides, Tensor& y) {
-  if (out.size() > static_cast<size_t>(kMaxRank))
-    ctx.fail(cat("rank ", out.size(), " is above the CUDA kernels' ", kMaxRank));
+  require_cuda_rank(ctx, out.size());
   BroadcastIndex ix;
   ix.rank = static_cast<int>(out.size());
   for (int d = 0; d < ix.rank; ++d) {

@@ -2,6 +2,7 @@
 
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/inverted_maps.cuh"
 #include "runtime/cuda/kernels/movement_impl.h"
 
 namespace oat::cuda {
@@ -95,30 +96,12 @@ __global__ void pad_kernel(const W* x, W* y, int64_t n, const int64_t* maps, Pad
 template <class T>
 __global__ void pad_grad_kernel(const T* dy, T* dx, int64_t n, const int64_t* inv, PadGradPlan p) {
   OAT_GRID_STRIDE_LOOP(e, n) {
-    int64_t lo[kMaxRank], hi[kMaxRank], c[kMaxRank];
-    int64_t i = e;
-    bool empty = false;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t q = i / p.x_dims[d];
-      const int64_t j = i - q * p.x_dims[d];
-      i = q;
-      lo[d] = inv[p.first_offset[d] + j];
-      hi[d] = inv[p.first_offset[d] + j + 1];
-      c[d] = lo[d];
-      empty = empty || lo[d] == hi[d];
-    }
     float acc = 0.f;
-    while (!empty) {
+    for_each_inverted_source(e, p.rank, p.x_dims, p.first_offset, inv, [&](const int64_t* c) {
       int64_t off = 0;
       for (int d = 0; d < p.rank; ++d) off += inv[p.pos_offset[d] + c[d]] * p.y_strides[d];
       acc += to_float(dy[off]);
-      int d = p.rank - 1;  // next combination, last axis fastest
-      for (; d >= 0; --d) {
-        if (++c[d] < hi[d]) break;
-        c[d] = lo[d];
-      }
-      empty = d < 0;
-    }
+    });
     dx[e] = from_float<T>(acc);
   }
 }

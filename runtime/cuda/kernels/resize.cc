@@ -27,18 +27,13 @@ const Tensor* host_optional(const KernelContext& ctx, int i, Tensor& keep) {
   return &keep;
 }
 
-void check_rank(const KernelContext& ctx, const Shape& s) {
-  if (static_cast<int>(s.size()) > kMaxRank)
-    ctx.fail(cat("rank ", s.size(), " is above the CUDA kernels' ", kMaxRank));
-}
-
 class ResizeKernel : public OpKernel {
  public:
   explicit ResizeKernel(const Node& n) : a_(cpu::parse_resize_attrs(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& X = ctx.input(0);
-    check_rank(ctx, X.shape());
+    require_cuda_rank(ctx, X.shape().size());
     Tensor roi_h, scales_h, sizes_h;
     const cpu::ResizeGeometry g = cpu::resize_geometry(
         ctx, a_, X.shape(), host_optional(ctx, a_.roi_input, roi_h),
@@ -88,7 +83,7 @@ class ResizeGradKernel : public OpKernel {
   void compute(KernelContext& ctx) override {
     const Tensor& dY = ctx.input(0);
     const Shape xs = shape_input(ctx, 1);
-    check_rank(ctx, xs);
+    require_cuda_rank(ctx, xs.size());
     Tensor roi_h, scales_h;
     const cpu::ResizeGeometry g =
         cpu::resize_grad_geometry(ctx, a_, xs, dY.shape(), host_optional(ctx, a_.roi_input, roi_h),

@@ -2,6 +2,7 @@
 // arithmetic in float, one rounding on store; no atomics.
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/inverted_maps.cuh"
 #include "runtime/cuda/kernels/resize_impl.h"
 
 namespace oat::cuda {
@@ -52,20 +53,8 @@ template <class T>
 __global__ void resize_grad_kernel(const T* dy, T* dx, int64_t n, const int64_t* inv,
                                    const float* w, ResizeGradPlan p) {
   OAT_GRID_STRIDE_LOOP(e, n) {
-    int64_t lo[kMaxRank], hi[kMaxRank], c[kMaxRank];
-    int64_t i = e;
-    bool empty = false;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t q = i / p.x_dims[d];
-      const int64_t j = i - q * p.x_dims[d];
-      i = q;
-      lo[d] = inv[p.first_offset[d] + j];
-      hi[d] = inv[p.first_offset[d] + j + 1];
-      c[d] = lo[d];
-      empty = empty || lo[d] == hi[d];
-    }
     float acc = 0.f;
-    while (!empty) {
+    for_each_inverted_source(e, p.rank, p.x_dims, p.first_offset, inv, [&](const int64_t* c) {
       float wt = 1.f;
       int64_t at = 0;
       for (int d = 0; d < p.rank; ++d) {
@@ -73,13 +62,7 @@ __global__ void resize_grad_kernel(const T* dy, T* dx, int64_t n, const int64_t*
         at += inv[p.pos_offset[d] + c[d]];
       }
       acc += wt * to_float(dy[at]);
-      int d = p.rank - 1;  // next combination, last axis fastest
-      for (; d >= 0; --d) {
-        if (++c[d] < hi[d]) break;
-        c[d] = lo[d];
-      }
-      empty = d < 0;
-    }
+    });
     dx[e] = from_float<T>(acc);
   }
 }

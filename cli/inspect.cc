@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "convert/precision.h"
 #include "onnx_loader/model.h"
+#include "runtime/composite.h"
 #include "runtime/executor.h"
 
 namespace oat::cli {
@@ -46,7 +47,7 @@ std::vector<std::pair<std::string, std::string>> cannot_run(const Graph& g) {
   std::set<std::string> listed;
   for (const auto& u : r) listed.insert(u.first);
   for (const Node& n : g.nodes) {
-    if (listed.count(n.describe())) continue;
+    if (listed.count(n.describe()) || is_composite(n)) continue;  // composites run as expansions
     const DType key = static_dtype_key(g, n);
     if (key != DType::Undefined && !reg.supports(n.op, Device::CPU, key))
       r.emplace_back(n.describe(),

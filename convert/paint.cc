@@ -90,10 +90,21 @@ class Painter {
     const Node& n = g_.nodes[i];
     return n.name.empty() ? cat("#", i, " (", n.op_type, ")") : n.name;
   }
+  // The composite (op type, name) node i is part of, nullptr when it is a node of its own.
+  const std::pair<std::string, std::string>* composite(size_t i) const {
+    auto it = o_.part_of.find(g_.nodes[i].name);
+    return it == o_.part_of.end() ? nullptr : &it->second;
+  }
   OpList list(size_t i) const {
     const Node& n = g_.nodes[i];
+    if (const auto* c = composite(i)) return o_.lists.list_of(c->first);
     if (!n.domain.empty() && n.domain != "ai.onnx") return OpList::None;
     return o_.lists.list_of(n.op_type);
+  }
+  // "allow list" or "allow list (LSTM 'lstm1')" for a part of a composite.
+  std::string list_reason(size_t i, const char* what) const {
+    const auto* c = composite(i);
+    return c ? cat(what, " (", c->first, " '", c->second, "')") : std::string(what);
   }
   DType type_of(const std::string& v) const {
     auto it = types_.find(v);
@@ -108,6 +119,7 @@ class Painter {
     for (size_t i = 0; i < n_; ++i) {
       const Node& n = g_.nodes[i];
       if (!n.name.empty()) by_name_[n.name].push_back(i);
+      if (const auto* c = composite(i)) by_name_[c->second].push_back(i);  // pins name composites
       for (size_t k = 0; k < n.outputs.size(); ++k)
         if (!n.outputs[k].empty()) producer_[n.outputs[k]] = {i, k};
     }
@@ -224,13 +236,13 @@ class Painter {
       if (follow_[i] >= 0) continue;
       switch (list(i)) {
         case OpList::Allow:
-          set(i, State::Low, "allow list");
+          set(i, State::Low, list_reason(i, "allow list"));
           break;
         case OpList::Deny:
-          set(i, State::F32, "deny list");
+          set(i, State::F32, list_reason(i, "deny list"));
           break;
         case OpList::None:
-          set(i, State::F32, "not in any list");
+          set(i, State::F32, list_reason(i, "not in any list"));
           break;
         default:
           break;

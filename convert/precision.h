@@ -49,6 +49,10 @@ struct PaintOptions {
   std::set<std::string> fp32_nodes;      // pinned FP32 by node name (--fp32-nodes, --block-nodes)
   std::set<std::string> low_nodes;       // pinned low precision by node name (--fp16-nodes)
   std::map<std::string, std::string> follow;  // node name -> node whose precision it copies
+  // Nodes of a composite op's expansion (runtime/composite.h): node name -> (composite op type,
+  // composite name). Such a node is painted by its composite's op list, and the pins name the
+  // composite (e.g. --fp32-nodes lstm1 pins every node of lstm1's expansion).
+  std::map<std::string, std::pair<std::string, std::string>> part_of;
 };
 
 struct NodePrecision {

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/composite.h"
+
 namespace oat {
 
 struct Executor::Step {
@@ -27,6 +29,7 @@ bool domain_is_default(const std::string& d) {
 std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
   if (!domain_is_default(node.domain))
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
+  if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
   if (node.op == OpId::Unknown || !reg.supports_op(node.op, device))
     return cat("op ", node.op_type, " (opset ", node.opset, ") is not supported on ",
                device_name(device));
@@ -71,8 +74,21 @@ std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& 
   return r;
 }
 
+namespace {
+
+// The graph with its composite ops (Einsum, RNN/GRU/LSTM) expanded, nullptr when it has none.
+std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
+  if (!has_composites(graph)) return nullptr;
+  auto g = std::make_unique<Graph>(graph);
+  lower_composites(*g);
+  return g;
+}
+
+}  // namespace
+
 Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : graph_(graph),
+    : lowered_(lowered_copy(graph)),
+      graph_(lowered_ ? *lowered_ : graph),
       options_(options),
       registry_(options.registry ? options.registry : &default_registry()),
       device_ctx_(make_device_context(options.device)) {

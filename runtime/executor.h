@@ -73,7 +73,8 @@ class Executor {
   std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& feeds,
                                          const std::vector<std::string>& fetch, bool to_host);
 
-  const Graph& graph_;
+  std::unique_ptr<const Graph> lowered_;  // the graph with its composite ops expanded, when it has any
+  const Graph& graph_;                    // what runs: *lowered_ or the caller's graph
   ExecutorOptions options_;
   const KernelRegistry* registry_;
   std::unique_ptr<DeviceContext> device_ctx_;  // stream and handles of a device executor

@@ -183,6 +183,7 @@ void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& option
     if (n.op == OpId::Sum && n.outputs.size() == 1 && grad_values.count(n.outputs[0]))
       po.fp32_nodes.insert(n.name);
   po.follow = bw.origin;
+  for (const auto& [part, c] : tg.composite_parts) po.part_of[part] = {c.op_type, c.name};
   tg.plan = convert::paint(g, po);
   weight_grads_to_fp32(g, tg.plan, grad_values);
 
@@ -257,6 +258,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   tg.graph = model;
   Graph& g = tg.graph;
   g.name = model.name + "_training";
+  lower_composites(g, &tg.composite_parts);  // Einsum, RNN/GRU/LSTM: autodiff sees their parts
   if (!g.opsets.count("") || g.opsets[""] < 17) g.opsets[""] = 17;
   g.opsets[kInternalDomain] = 1;
 

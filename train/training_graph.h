@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "convert/precision.h"
+#include "runtime/composite.h"
 #include "runtime/graph.h"
 
 namespace oat::train {
@@ -80,6 +81,9 @@ struct TrainingGraph {
   // Gradient node -> the forward node it differentiates (autodiff's BackwardResult::origin;
   // `check` groups a forward node with its gradient nodes by it).
   std::map<std::string, std::string> origin;
+  // Forward node of a composite op's expansion (Einsum, RNN/GRU/LSTM; runtime/composite.h) -> its
+  // composite. The graph holds the expansion; the plan paints it by the composite's op list.
+  std::map<std::string, CompositeOrigin> composite_parts;
 };
 
 // Builds the training graph. Throws Error when the model has no float input, the loss does not

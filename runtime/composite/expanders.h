@@ -1,0 +1,14 @@
+// The built-in composite ops (runtime/composite.h): one expander per op family, one file each.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/composite.h"
+
+namespace oat::composite {
+
+// op type -> expander, for every composite op this build knows.
+std::map<std::string, Expander> builtin_expanders();
+
+}  // namespace oat::composite

@@ -4,7 +4,9 @@ namespace oat::composite {
 
 std::map<std::string, Expander> builtin_expanders() {
   std::map<std::string, Expander> t;
-  // Each family adds its op types here, e.g. t["Einsum"] = expand_einsum;
+  // Each family adds its op types here.
+  t["LRN"] = expand_lrn;
+  t["MeanVarianceNormalization"] = expand_mean_variance_normalization;
   return t;
 }
 

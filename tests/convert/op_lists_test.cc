@@ -81,7 +81,9 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                          "Cosh",
                          "Atanh",
                          "Resize",
-                         "Upsample"})
+                         "Upsample",
+                         "LRN",
+                         "MeanVarianceNormalization"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);
   CHECK(l.infer == std::set<std::string>{"Add",
                                          "Sub",

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/composite.h"
 #include "runtime/cuda/device.h"
 #include "runtime/executor.h"
 #include "tests/runtime/single_node.h"
@@ -134,8 +135,10 @@ Graph single_node_graph(const Case& c, const std::vector<Tensor>& inputs) {
   n.op_type = c.op;
   n.op = op_from_name(c.op);
   n.opset = c.opset;
-  if (n.op == OpId::Unknown) throw Error("unknown op " + c.op);
-  n.domain = static_cast<int>(n.op) >= static_cast<int>(OpId::SumToShape) ? kInternalDomain : "";
+  if (n.op == OpId::Unknown && !is_composite(n)) throw Error("unknown op " + c.op);
+  const bool internal = n.op != OpId::Unknown &&
+                        static_cast<int>(n.op) >= static_cast<int>(OpId::SumToShape);
+  n.domain = internal ? kInternalDomain : "";
   n.attrs = c.attrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) {
@@ -143,7 +146,9 @@ Graph single_node_graph(const Case& c, const std::vector<Tensor>& inputs) {
       continue;
     }
     n.inputs.push_back("in" + std::to_string(i));
-    g.inputs.push_back(ValueInfo{n.inputs.back(), inputs[i].dtype(), std::nullopt});
+    std::vector<Dim> dims;  // composite ops' expansions read ranks and sizes from here
+    for (int64_t d : inputs[i].shape()) dims.push_back(Dim{d, ""});
+    g.inputs.push_back(ValueInfo{n.inputs.back(), inputs[i].dtype(), dims});
   }
   for (int o = 0; o < c.outputs; ++o) {
     n.outputs.push_back("out" + std::to_string(o));
@@ -248,6 +253,12 @@ const std::vector<Case>& cases() {
     for (const char* op : {"Asin", "Acos", "Atanh"})
       v.push_back({op, 9, {}, {spread(51, -0.95f, 0.95f)}});
     v.push_back({"Acosh", 9, {}, {spread(51, 1.f, 6.f)}});
+    // Composite ops (runtime/composite/): the expansion runs on each backend. LRN size 4 pads
+    // the channel window asymmetrically.
+    v.push_back({"LRN", 13, {{"size", attr_i(5)}, {"alpha", attr_f(0.3f)}}, {flt({2, 7, 3, 4})}});
+    v.push_back({"LRN", 13, {{"size", attr_i(4)}, {"beta", attr_f(0.5f)}}, {flt({2, 6, 5})}});
+    v.push_back({"MeanVarianceNormalization", 13, {}, {flt({2, 3, 4, 5})}});
+    v.push_back({"MeanVarianceNormalization", 13, {{"axes", attr_ints({1, 2})}}, {flt({2, 3, 4})}});
     v.push_back({"Shrink", 9, {{"lambd", attr_f(1.f)}, {"bias", attr_f(0.5f)}}, {flt({3, 17})}});
     v.push_back({"LeakyRelu", 16, {{"alpha", attr_f(0.2f)}}, {flt({3, 17})}});
     v.push_back({"ThresholdedRelu", 10, {{"alpha", attr_f(0.5f)}}, {flt({3, 17})}});
@@ -690,6 +701,9 @@ bool cpu_runs(const Case& c, const std::vector<Tensor>& inputs) {
       key = inputs[i].dtype();
       break;
     }
+  Node n;
+  n.op_type = c.op;
+  if (is_composite(n)) return true;  // runs as its expansion, each part on its own kernel
   return default_registry().supports(op_from_name(c.op), Device::CPU, key);
 }
 

@@ -70,7 +70,9 @@ inline std::vector<Tensor> run_node(const std::string& op, int64_t opset,
     }
     const std::string name = "in" + std::to_string(i);
     n.inputs.push_back(name);
-    g.inputs.push_back(oat::ValueInfo{name, inputs[i].dtype(), std::nullopt});
+    std::vector<oat::Dim> dims;  // composite ops' expansions read ranks and sizes from here
+    for (int64_t d : inputs[i].shape()) dims.push_back(oat::Dim{d, ""});
+    g.inputs.push_back(oat::ValueInfo{name, inputs[i].dtype(), dims});
     feeds[name] = inputs[i];
   }
   for (int o = 0; o < n_outputs; ++o) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/composite.h"
 #include "runtime/executor.h"
 #include "train/autodiff/gradient_builder.h"
 
@@ -109,6 +110,9 @@ inline void check_gradients(const GradCheckCase& c) {
     ValueInfo vi;
     vi.name = name;
     vi.dtype = v.dtype();
+    std::vector<Dim> dims;
+    for (int64_t d : v.shape()) dims.push_back(Dim{d, ""});
+    vi.shape = dims;  // composite ops' expansions read ranks and sizes from here
     g.inputs.push_back(vi);
     feeds[name] = v;
     if (in.differentiable) wrt.push_back(name);
@@ -155,6 +159,7 @@ inline void check_gradients(const GradCheckCase& c) {
     sum.outputs = {"loss"};
     g.nodes.push_back(sum);
   }
+  lower_composites(g);  // a composite op is differentiated through its expansion, as in training
   Graph forward = g;
   train::BackwardResult bw = train::build_backward(g, "loss", wrt);
   REQUIRE_MESSAGE(bw.no_path.empty(), c.op, ": some inputs have no path to the loss");

@@ -273,3 +273,27 @@ TEST_CASE("BatchNormalization gradient: a gradient into the running statistics i
                                          "flows into output 1 ('rm')"),
                        Error);
 }
+
+TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansions)") {
+  auto c = [](const std::string& op, Shape s, std::map<std::string, Attribute> attrs) {
+    oat::test::GradCheckCase g;
+    g.op = op;
+    g.opset = 13;
+    g.inputs = {in(std::move(s))};
+    g.attrs = std::move(attrs);
+    return g;
+  };
+  auto i1 = [](int64_t v) { return train::GradientContext::attr_int(v); };
+  auto f1 = [](float v) {
+    Attribute a;
+    a.kind = Attribute::Kind::Float;
+    a.f = v;
+    return a;
+  };
+  for (int64_t size : {2, 3})
+    oat::test::check_gradients(
+        c("LRN", {2, 5, 3, 2}, {{"size", i1(size)}, {"alpha", f1(0.3f)}, {"bias", f1(1.2f)}}));
+  oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4}, {}));
+  oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4},
+                               {{"axes", train::GradientContext::attr_ints({1, 3})}}));
+}

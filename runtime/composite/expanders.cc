@@ -5,6 +5,7 @@ namespace oat::composite {
 std::map<std::string, Expander> builtin_expanders() {
   std::map<std::string, Expander> t;
   // Each family adds its op types here.
+  t["Einsum"] = expand_einsum;
   t["LRN"] = expand_lrn;
   t["MeanVarianceNormalization"] = expand_mean_variance_normalization;
   return t;

@@ -15,4 +15,7 @@ void expand_mean_variance_normalization(Expansion& e);
 // op type -> expander, for every composite op this build knows.
 std::map<std::string, Expander> builtin_expanders();
 
+// Einsum (opset 12) as Transpose, Reshape, MatMul, Mul, Unsqueeze, ReduceSum and Slice (einsum.cc).
+void expand_einsum(Expansion& e);
+
 }  // namespace oat::composite

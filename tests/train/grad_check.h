@@ -64,6 +64,8 @@ struct GradCheckCase {
   double step = 1e-6;
   double atol = 1e-6, rtol = 1e-5;
   unsigned seed = 1234;
+  // Declare the inputs' shapes in the graph (a composite op may need them: Einsum's "...").
+  bool declare_shapes = false;
 };
 
 inline Tensor random_tensor(const Shape& s, double lo, double hi, std::mt19937& rng,
@@ -110,9 +112,10 @@ inline void check_gradients(const GradCheckCase& c) {
     ValueInfo vi;
     vi.name = name;
     vi.dtype = v.dtype();
-    std::vector<Dim> dims;
-    for (int64_t d : v.shape()) dims.push_back(Dim{d, ""});
-    vi.shape = dims;  // composite ops' expansions read ranks and sizes from here
+    if (c.declare_shapes) {
+      vi.shape.emplace();
+      for (int64_t d : v.shape()) vi.shape->push_back(Dim{d, ""});
+    }
     g.inputs.push_back(vi);
     feeds[name] = v;
     if (in.differentiable) wrt.push_back(name);
@@ -159,8 +162,9 @@ inline void check_gradients(const GradCheckCase& c) {
     sum.outputs = {"loss"};
     g.nodes.push_back(sum);
   }
-  lower_composites(g);  // a composite op is differentiated through its expansion, as in training
   Graph forward = g;
+  // A composite op (Einsum) is differentiated through its expansion, as build_training_graph does.
+  lower_composites(g);
   train::BackwardResult bw = train::build_backward(g, "loss", wrt);
   REQUIRE_MESSAGE(bw.no_path.empty(), c.op, ": some inputs have no path to the loss");
   feeds[bw.seed] = Tensor::scalar<double>(1.0);

@@ -281,6 +281,7 @@ TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansion
     g.opset = 13;
     g.inputs = {in(std::move(s))};
     g.attrs = std::move(attrs);
+    g.declare_shapes = true;  // the expansions read X's rank
     return g;
   };
   auto i1 = [](int64_t v) { return train::GradientContext::attr_int(v); };

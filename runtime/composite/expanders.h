@@ -17,5 +17,9 @@ std::map<std::string, Expander> builtin_expanders();
 
 // Einsum (opset 12) as Transpose, Reshape, MatMul, Mul, Unsqueeze, ReduceSum and Slice (einsum.cc).
 void expand_einsum(Expansion& e);
+// RNN, GRU and LSTM (opsets 7 and 14) unrolled over their fixed sequence length (rnn.cc).
+void expand_rnn(Expansion& e);
+void expand_gru(Expansion& e);
+void expand_lstm(Expansion& e);
 
 }  // namespace oat::composite

@@ -64,7 +64,8 @@ struct GradCheckCase {
   double step = 1e-6;
   double atol = 1e-6, rtol = 1e-5;
   unsigned seed = 1234;
-  // Declare the inputs' shapes in the graph (a composite op may need them: Einsum's "...").
+  // Declare the inputs' shapes in the graph (composite ops read them: Einsum's "...", the
+  // sequence length of RNN/GRU/LSTM, the rank of LRN).
   bool declare_shapes = false;
 };
 

@@ -1,7 +1,8 @@
 // Mixed-precision training of a small LSTM classifier (X [batch, seq, in] → LSTM (layout 1) →
 // Y_h → Flatten → Gemm → softmax cross-entropy): the training graph holds the LSTM's expansion,
 // whose nodes the precision plan paints FP16 as "allow list (LSTM 'lstm')" (as cuDNN's FP16 LSTM
-// runs its gates in FP16), and a few CPU steps in emulated FP16 with loss scaling lower the loss.
+// runs its gates in FP16), and a few CPU steps in emulated FP16 with loss scaling lower the loss;
+// also bidirectional with sequence_lens and clip.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -40,7 +41,9 @@ Tensor uniform(Shape s, float scale, std::mt19937& rng) {
   return t;
 }
 
-Graph lstm_classifier() {
+// With `extras`: bidirectional, clip 3 and a constant sequence_lens for batches of 32 (lengths
+// 1..6), which adds the integer mask/reversal path, Where with a zero constant and Clip.
+Graph lstm_classifier(bool extras = false) {
   Graph g;
   g.name = "lstm_classifier";
   g.opsets[""] = 14;
@@ -52,14 +55,29 @@ Graph lstm_classifier() {
   x.dtype = DType::F32;
   x.shape = std::vector<Dim>{batch, Dim{kSeq, ""}, Dim{kIn, ""}};
   g.inputs.push_back(x);
-  g.initializers["lstm.W"] = uniform({1, 4 * kHidden, kIn}, 0.5f, rng);
-  g.initializers["lstm.R"] = uniform({1, 4 * kHidden, kHidden}, 0.5f, rng);
-  g.initializers["lstm.B"] = uniform({1, 8 * kHidden}, 0.1f, rng);
-  g.initializers["fc.W"] = uniform({kHidden, kClasses}, 0.5f, rng);
+  const int64_t D = extras ? 2 : 1;
+  g.initializers["lstm.W"] = uniform({D, 4 * kHidden, kIn}, 0.5f, rng);
+  g.initializers["lstm.R"] = uniform({D, 4 * kHidden, kHidden}, 0.5f, rng);
+  g.initializers["lstm.B"] = uniform({D, 8 * kHidden}, 0.1f, rng);
+  g.initializers["fc.W"] = uniform({D * kHidden, kClasses}, 0.5f, rng);
   g.initializers["fc.b"] = Tensor::zeros(DType::F32, {kClasses});
   Node lstm = node("lstm", "LSTM", {"x", "lstm.W", "lstm.R", "lstm.B"}, {"", "h"});
   lstm.attrs["hidden_size"] = int_attr(kHidden);
   lstm.attrs["layout"] = int_attr(1);
+  if (extras) {
+    std::vector<int32_t> lens(32);
+    for (size_t i = 0; i < lens.size(); ++i) lens[i] = static_cast<int32_t>(kSeq - i % kSeq);
+    g.initializers["lstm.lens"] = Tensor::from_vector<int32_t>({32}, lens);
+    lstm.inputs.push_back("lstm.lens");
+    Attribute dir;
+    dir.kind = Attribute::Kind::String;
+    dir.s = "bidirectional";
+    lstm.attrs["direction"] = dir;
+    Attribute clip;
+    clip.kind = Attribute::Kind::Float;
+    clip.f = 3.0f;
+    lstm.attrs["clip"] = clip;
+  }
   g.nodes.push_back(lstm);
   Node flat = node("flatten", "Flatten", {"h"}, {"hf"});
   flat.attrs["axis"] = int_attr(1);
@@ -147,4 +165,28 @@ TEST_CASE("amp LSTM: the expansion is painted FP16 by the allow list and the los
   CHECK(after.loss < 0.7 * before);
   CHECK(after.accuracy > 0.6);
   CHECK(t.loss_scaler().state().skipped_steps <= 2);
+}
+
+TEST_CASE("amp LSTM: bidirectional with sequence_lens and clip trains in FP16") {
+  const Graph model = lstm_classifier(true);
+  train::TrainerConfig cfg;
+  cfg.batch = 32;
+  cfg.epochs = 8;
+  cfg.lr = 0.01;
+  cfg.progress = false;
+  cfg.graph.precision = DType::F16;
+  cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
+  train::Trainer t(model, cfg);
+  const train::TrainingGraph& tg = t.training_graph();
+  // The gates' Clip and the masking Where run in FP16; the integer mask path carries no floats.
+  CHECK(tg.plan.find("lstm/d1/t2/iof_clip")->dtype == DType::F16);
+  CHECK(tg.plan.find("lstm/d1/t2/H_held")->dtype == DType::F16);
+  CHECK_FALSE(tg.plan.find("lstm/reverse_index")->carries_floats);
+  const train::Dataset data = sequences(256, 9);
+  const double before = t.evaluate(data).loss;
+  t.fit(data, nullptr);
+  const train::EvalResult after = t.evaluate(data);
+  MESSAGE("bidirectional LSTM with sequence_lens, FP16: loss " << before << " -> " << after.loss
+                                                               << ", accuracy " << after.accuracy);
+  CHECK(after.loss < 0.8 * before);
 }

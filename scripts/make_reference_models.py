@@ -52,6 +52,11 @@ SCRIPT = os.path.abspath(__file__)
 # derived_from/opset: derived by onnx.version_converter from another case's model.
 TRANSFORMER_SMALL = dict(kind="transformer", d_model=128, nhead=4, layers=3, ff=256, classes=10,
                          shape=(16, 128))
+# Recurrent classifiers: torch.nn.LSTM / GRU / RNN (batch_first) on [batch, seq, input], the
+# head on the last step's output. torch.onnx writes ONNX LSTM/GRU/RNN nodes (GRU with
+# linear_before_reset=1; RNN's relu as activations=["Relu"]) with the sequence length fixed.
+RECURRENT = dict(kind="recurrent", input=16, hidden=24, classes=10, shape=(12, 16),
+                 batch_agnostic=False)
 TRANSFORMER_BENCH = dict(kind="transformer", d_model=256, nhead=4, layers=4, ff=1024, classes=10,
                          shape=(128, 256))
 
@@ -71,6 +76,10 @@ CASES = {
         # torch exports LayerNorm as one LayerNormalization node from opset 17 on.
         "transformer_encoder_opset17": dict(TRANSFORMER_SMALL, batch_agnostic=False, opset=17),
         "transformer_encoder_opset18": dict(derived_from="transformer_encoder", opset=18),
+        "lstm_bidirectional_2layer": dict(RECURRENT, cell="LSTM", layers=2, bidirectional=True),
+        "gru_opset14": dict(RECURRENT, cell="GRU", layers=1, bidirectional=False, opset=14),
+        "rnn_relu_bidirectional_2layer": dict(RECURRENT, cell="RNN", layers=2, bidirectional=True,
+                                              nonlinearity="relu"),
         "resnet18_opset18": dict(derived_from="resnet18", opset=18),
         "shufflenet_v2_x0_5_opset18": dict(derived_from="shufflenet_v2_x0_5", opset=18),
     },
@@ -110,6 +119,24 @@ def build_model(cfg):
         import torchvision
 
         model = getattr(torchvision.models, cfg["arch"])(weights=None)
+    elif cfg["kind"] == "recurrent":
+
+        class Recurrent(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                kw = dict(num_layers=cfg["layers"], bidirectional=cfg["bidirectional"],
+                          batch_first=True)
+                if "nonlinearity" in cfg:
+                    kw["nonlinearity"] = cfg["nonlinearity"]
+                self.rnn = getattr(nn, cfg["cell"])(cfg["input"], cfg["hidden"], **kw)
+                dirs = 2 if cfg["bidirectional"] else 1
+                self.head = nn.Linear(dirs * cfg["hidden"], cfg["classes"])
+
+            def forward(self, x):
+                y, _ = self.rnn(x)
+                return self.head(y[:, -1])
+
+        model = Recurrent(cfg)
     else:
 
         class Encoder(nn.Module):

@@ -1,6 +1,7 @@
 // Real models against ONNX Runtime: torchvision CNNs (ResNet-18, MobileNetV2, ShuffleNetV2,
-// SqueezeNet 1.1, EfficientNet-B0 at 64x64) and an nn.TransformerEncoder, exported by torch.onnx
-// (opsets 13, 17 and 18) and run by our CPU FP32 executor on the same batch ONNX Runtime ran.
+// SqueezeNet 1.1, EfficientNet-B0 at 64x64), an nn.TransformerEncoder and nn.LSTM / GRU / RNN
+// classifiers (ONNX LSTM/GRU/RNN nodes, run unrolled as composite ops), exported by torch.onnx
+// (opsets 13, 14, 17 and 18) and run by our CPU FP32 executor on the same batch ONNX Runtime ran.
 //
 // scripts/make_reference_models.py writes the cases once into <build>/model_refs (it is skipped
 // when that folder is up to date with the script). It needs PyTorch + torchvision and
@@ -132,6 +133,15 @@ TEST_SUITE("models") {
   }
   TEST_CASE("transformer_encoder_opset18 (Reduce* axes as inputs) agrees with ONNX Runtime") {
     check_against_ort("transformer_encoder_opset18");
+  }
+  TEST_CASE("lstm_bidirectional_2layer (nn.LSTM, two ONNX LSTM nodes) agrees with ONNX Runtime") {
+    check_against_ort("lstm_bidirectional_2layer");
+  }
+  TEST_CASE("gru_opset14 (nn.GRU: linear_before_reset = 1) agrees with ONNX Runtime") {
+    check_against_ort("gru_opset14");
+  }
+  TEST_CASE("rnn_relu_bidirectional_2layer (nn.RNN, Relu activations) agrees with ONNX Runtime") {
+    check_against_ort("rnn_relu_bidirectional_2layer");
   }
   TEST_CASE("resnet18_opset18 agrees with ONNX Runtime") { check_against_ort("resnet18_opset18"); }
   TEST_CASE("shufflenet_v2_x0_5_opset18 (ReduceMean axes input) agrees with ONNX Runtime") {

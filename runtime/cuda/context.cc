@@ -255,6 +255,7 @@ bool reads_on_host(OpId op, int i) {
     case OpId::Resize: case OpId::Upsample: case OpId::ResizeGrad:
       return i >= 1;  // roi, scales, sizes; ResizeGrad's shape(X)
     case OpId::Trilu: return i == 1;  // k
+    case OpId::TopK: return i == 1;   // K
     case OpId::Clip: return i >= 1;
     case OpId::Dropout: return i >= 1;
     case OpId::ConstantOfShape: case OpId::Range: return true;

@@ -26,6 +26,8 @@ void register_kernels(KernelRegistry& r) {
   register_grad_movement(r);
   register_loss(r);
   register_layer_norm(r);
+  register_topk(r);
+  register_lp_norm(r);
 }
 
 }  // namespace oat::cuda

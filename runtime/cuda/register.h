@@ -28,5 +28,7 @@ void register_grad_pool(KernelRegistry& r);        // kernels/grad_pool.cc: pool
 void register_grad_movement(KernelRegistry& r);    // kernels/grad_movement.cc: Slice/Concat/Tile/Dropout
 void register_layer_norm(KernelRegistry& r);  // kernels/layer_norm.cc: LayerNormalization(+Grad)
 void register_loss(KernelRegistry& r);  // kernels/loss.cc: NLL, SoftmaxCrossEntropy and grads
+void register_topk(KernelRegistry& r);  // kernels/topk.cc: TopK (CUB segmented sort)
+void register_lp_norm(KernelRegistry& r);  // kernels/lp_norm.cc: LpNormalization(+Grad)
 
 }  // namespace oat::cuda

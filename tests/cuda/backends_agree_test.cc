@@ -354,6 +354,22 @@ const std::vector<Case>& cases() {
                  {flt({3, 5}), ints({-1}, Shape{})}});
     v.push_back({"ArgMax", 13, {{"axis", attr_i(1)}}, {flt({3, 7, 2})}});
     v.push_back({"ArgMin", 13, {{"axis", attr_i(-1)}, {"keepdims", attr_i(0)}}, {flt({3, 7})}});
+    // TopK: indices must be equal, so ties (F16/BF16 rounding makes some) and NaN follow one rule
+    // on both backends: the lower index first, NaN above every number.
+    {
+      const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
+      v.push_back({"TopK", 11, {}, {flt({3, 17}), ints({5})}, 2});
+      v.push_back({"TopK", 11, {{"axis", attr_i(0)}, {"largest", attr_i(0)}},
+                   {flt({6, 4, 3}), ints({3})}, 2, all3, "axis 0, smallest"});
+      v.push_back({"TopK", 11, {{"axis", attr_i(-2)}, {"sorted", attr_i(0)}},
+                   {vals({2, 6, 2}, {1, 3, 3, 2, 3, 0, -1, -1, 2, 2, 0, -1, 5, 5, 5, 5, 0, -0.f,
+                                     -0.f, 0, nan, 1, 1, nan}),
+                    ints({4})},
+                   2, all3, "ties, signed zeros, NaN"});
+      v.push_back({"TopK", 1, {{"k", attr_i(2)}}, {flt({4, 5})}, 2, all3, "opset 1"});
+      v.push_back({"TopK", 10, {}, {flt({2, 300}), ints({300})}, 2, all3, "k = len"});
+      v.push_back({"TopK", 11, {}, {flt({3, 4}), ints({0})}, 2, all3, "k = 0"});
+    }
     // convolution, pooling, normalisation
     v.push_back({"Conv", 11, {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}},
                  {flt({2, 3, 8, 8}), flt({4, 3, 3, 3}), flt({4})}});
@@ -569,6 +585,19 @@ const std::vector<Case>& cases() {
     v.push_back({"LayerNormalizationGrad", 1, {{"axis", attr_i(1)}},
                  {flt({3, 4, 5}), flt({3, 4, 5}), flt({4, 5})}, 3});
     v.push_back({"LayerNormalizationGrad", 1, {}, {flt({0, 32}), flt({0, 32}), flt({32})}, 3});
+    // LpNormalization(+Grad): p 2 and 1, rows (one block each) and strided columns, a zero lane.
+    {
+      const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
+      const In zero_lane = vals({2, 3}, {0, 0, 0, 1, -2, 2});
+      v.push_back({"LpNormalization", 1, {}, {flt({4, 1500})}});
+      v.push_back({"LpNormalization", 1, {{"axis", attr_i(1)}, {"p", attr_i(1)}},
+                   {flt({2, 5, 3})}, 1, all3, "p = 1, axis 1"});
+      v.push_back({"LpNormalization", 1, {}, {zero_lane}, 1, all3, "zero lane"});
+      v.push_back({"LpNormalizationGrad", 1, {}, {flt({4, 1500}), flt({4, 1500})}});
+      v.push_back({"LpNormalizationGrad", 1, {{"axis", attr_i(0)}, {"p", attr_i(1)}},
+                   {flt({5, 3}), flt({5, 3})}, 1, all3, "p = 1, axis 0"});
+      v.push_back({"LpNormalizationGrad", 1, {}, {flt({2, 3}), zero_lane}, 1, all3, "zero lane"});
+    }
     // losses
     v.push_back({"SoftmaxCrossEntropyLoss", 13, {}, {flt({4, 5}), ints({0, 4, 2, 2})}, 2});
     v.push_back({"SoftmaxCrossEntropyLoss", 13,

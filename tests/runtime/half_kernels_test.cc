@@ -322,6 +322,8 @@ std::vector<Case> cases() {
        3},
       {"LayerNormalization", 17, none, {U({2, 3, 16}), U({16}), U({16})}, 3},
       {"InstanceNormalization", 6, none, {U({2, 3, 5, 5}), U({3}), U({3})}},
+      {"LpNormalization", 1, none, {U({4, 50})}},
+      {"LpNormalization", 1, {{"axis", attr_i(0)}, {"p", attr_i(1)}}, {U({6, 3, 5})}},
       // softmax family and losses
       {"Softmax", 13, none, {U({4, 30})}},
       {"LogSoftmax", 13, none, {U({4, 30})}},
@@ -346,6 +348,9 @@ std::vector<Case> cases() {
       {"ArgMax", 13, {{"axis", attr_i(1)}}, {U({3, 40, 5})}},
       {"ArgMin", 13, {{"axis", attr_i(2)}, {"select_last_index", attr_i(1)}}, {Sm({3, 4, 50})}},
       {"CumSum", 14, none, {U({3, 200}), I({}, {1})}},
+      // TopK: small integers (many ties); values and indices exact.
+      {"TopK", 11, none, {Sm({3, 40}), I({5})}, 2, true},
+      {"TopK", 11, {{"axis", attr_i(1)}, {"largest", attr_i(0)}}, {U({2, 30, 3}), I({7})}, 2, true},
       // shape and data movement: bit-exact
       {"Flatten", 13, none, {U({2, 3, 4})}, 1, true},
       {"Reshape", 14, none, {U({2, 3, 4}), I({4, 6})}, 1, true},
@@ -447,6 +452,8 @@ std::vector<Case> cases() {
        {U({2, 3, 4, 4}), U({2, 3, 4, 4}), F32({3}), F32({3}), F32({3})},
        3},
       {"LayerNormalizationGrad", 1, none, {U({2, 3, 16}), U({2, 3, 16}), U({16})}, 3},
+      {"LpNormalizationGrad", 1, none, {U({3, 40}), U({3, 40})}},
+      {"LpNormalizationGrad", 1, {{"axis", attr_i(1)}, {"p", attr_i(1)}}, {U({2, 9, 4}), U({2, 9, 4})}},
       {"GatherGrad", 1, {{"axis", attr_i(0)}}, {U({2, 2, 3}), I({5, 3}), I({2, 2}, {1, 1, 4, 1})}},
       {"GatherElementsGrad",
        1,

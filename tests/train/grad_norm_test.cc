@@ -1,6 +1,7 @@
-// Gradients of BatchNormalization (training and inference mode, legacy opsets), LayerNormalization
-// and InstanceNormalization: double-precision finite-difference checks, and the float kernels on
-// tensors big enough for their threaded paths against direct loops in double.
+// Gradients of BatchNormalization (training and inference mode, legacy opsets), LayerNormalization,
+// InstanceNormalization and LpNormalization: double-precision finite-difference checks, the float
+// kernels on tensors big enough for their threaded paths against direct loops in double, and
+// LpNormalizationGrad's hand values (zero lanes, sign(0)).
 #include <cmath>
 #include <random>
 
@@ -297,4 +298,52 @@ TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansion
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4}, {}));
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4},
                                {{"axes", train::GradientContext::attr_ints({1, 3})}}));
+TEST_CASE("gradients: LpNormalization") {
+  auto lp = [](Shape x, int64_t axis, int64_t p) {
+    GradCheckCase c;
+    c.op = "LpNormalization";
+    c.opset = 1;
+    c.attrs["axis"] = int1(axis);
+    c.attrs["p"] = int1(p);
+    c.inputs = {in(std::move(x))};
+    if (p == 1) c.kinks = {0.0};  // |x| has no derivative at 0
+    return c;
+  };
+  SUBCASE("p = 2, last axis") { test::check_gradients(lp({3, 5}, -1, 2)); }
+  SUBCASE("p = 2, axis 0") { test::check_gradients(lp({4, 3}, 0, 2)); }
+  SUBCASE("p = 1, middle axis") { test::check_gradients(lp({2, 4, 3}, 1, 1)); }
+  SUBCASE("p = 1, last axis") { test::check_gradients(lp({3, 6}, -1, 1)); }
+  SUBCASE("defaults (axis -1, p 2)") {
+    GradCheckCase c;
+    c.op = "LpNormalization";
+    c.opset = 1;
+    c.inputs = {in({2, 2, 3})};
+    test::check_gradients(c);
+  }
+}
+
+TEST_CASE("LpNormalizationGrad: hand values, sign(0) = 0, and a zero lane gives 0, not NaN") {
+  auto check = [](const Tensor& got, const std::vector<double>& want, double tol) {
+    REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
+    for (size_t j = 0; j < want.size(); ++j) {
+      CAPTURE(j);
+      CHECK(std::isfinite(got.item_as_double(static_cast<int64_t>(j))));
+      CHECK(got.item_as_double(static_cast<int64_t>(j)) == doctest::Approx(want[j]).epsilon(tol));
+    }
+  };
+  // loss = Σ y, so dY = 1.  p = 2, x = [3, 4]: n = 5, y = [.6, .8], Σ dY⊙y = 1.4,
+  // dX = (1 − y·1.4) / 5 = [0.032, −0.024].  p = 1, x = [1, −3]: n = 4, Σ dY⊙y = −0.5,
+  // dX = (1 − sign(x)·(−0.5)) / 4 = [0.375, 0.125]; x = [0, 2]: n = 2, Σ dY⊙y = 1,
+  // dX = (1 − [0, 1]) / 2 = [0.5, 0].
+  for (DType dt : {DType::F64, DType::F32}) {
+    CAPTURE(dtype_name(dt));
+    const double tol = dt == DType::F64 ? 1e-12 : 1e-6;
+    const Tensor x2 = cast_tensor(Tensor::from_vector<double>({2, 2}, {0, 0, 3, 4}), dt);
+    check(test::sum_gradient("LpNormalization", x2, {{"p", int1(2)}}, 1), {0, 0, 0.032, -0.024},
+          tol);
+    const Tensor x1 =
+        cast_tensor(Tensor::from_vector<double>({3, 2}, {0, 0, 1, -3, 0, 2}), dt);
+    check(test::sum_gradient("LpNormalization", x1, {{"p", int1(1)}}, 1),
+          {0, 0, 0.375, 0.125, 0.5, 0}, tol);
+  }
 }

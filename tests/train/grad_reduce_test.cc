@@ -1,7 +1,7 @@
-// Gradients of the reductions beyond ReduceSum/ReduceMean, and of CumSum: double-precision
+// Gradients of the reductions beyond ReduceSum/ReduceMean, of CumSum and of TopK: double-precision
 // finite-difference checks over axes (attribute and opset-18 input forms), keepdims and
 // noop_with_empty_axes, plus direct checks at the points differences cannot take (ties of
-// ReduceMax/ReduceMin, zeros of ReduceProd).
+// ReduceMax/ReduceMin, zeros of ReduceProd, TopK's ties).
 #include "grad_check.h"
 
 using namespace oat;
@@ -141,4 +141,65 @@ TEST_CASE("gradients: ReduceProd at zeros is the product of the others") {
 TEST_CASE("gradients: ReduceL2 of an all-zero group has a zero gradient, not NaN") {
   const Tensor x = Tensor::from_vector<double>({2, 2}, {0, 0, 3, 4});
   check_values(test::sum_gradient("ReduceL2", x, {{"axes", ints({1})}}), {0, 0, 0.6, 0.8});
+}
+
+TEST_CASE("gradients: TopK scatters dValues back to the chosen elements") {
+  // Random inputs have no ties, and ±step never reorders them (k of len: dX is 0 elsewhere).
+  auto topk = [](Shape x, int64_t k, std::map<std::string, Attribute> attrs, int64_t opset = 11) {
+    GradCheckCase c;
+    c.op = "TopK";
+    c.opset = opset;
+    c.attrs = std::move(attrs);
+    c.inputs = {in(std::move(x))};
+    if (opset >= 10)
+      c.inputs.push_back(i64s({k}));
+    else
+      c.attrs["k"] = int1(k);
+    c.num_outputs = 2;
+    c.checked_outputs = {0};
+    return c;
+  };
+  SUBCASE("last axis, largest") { test::check_gradients(topk({3, 5}, 2, {})); }
+  SUBCASE("axis 0, smallest") {
+    test::check_gradients(topk({4, 3}, 3, {{"axis", int1(0)}, {"largest", int1(0)}}));
+  }
+  SUBCASE("negative middle axis, every element, sorted = 0") {
+    test::check_gradients(topk({2, 4, 3}, 4, {{"axis", int1(-2)}, {"sorted", int1(0)}}));
+  }
+  SUBCASE("opset 1: k as an attribute") {
+    test::check_gradients(topk({2, 3, 4}, 2, {{"axis", int1(1)}}, 1));
+  }
+  SUBCASE("opset 10") { test::check_gradients(topk({6}, 1, {}, 10)); }
+}
+
+TEST_CASE("gradients: TopK with ties routes dValues to the lower indices it chose") {
+  // X = [[2, 5, 5, 1], [3, 3, 3, 3]], k = 2, loss = Σ Values: row 0 picks 5@1, 5@2; row 1 picks
+  // 3@0, 3@1 (the lower indices), so each chosen element gets dY = 1, the rest 0.
+  Graph g;
+  g.opsets[""] = 11;
+  g.inputs.push_back(ValueInfo{"x", DType::F64, {}});
+  g.initializers["k"] = Tensor::from_vector<int64_t>({1}, {2});
+  Node n;
+  n.name = "topk";
+  n.op_type = "TopK";
+  n.op = OpId::TopK;
+  n.opset = 11;
+  n.inputs = {"x", "k"};
+  n.outputs = {"values", "indices"};
+  Node s;
+  s.name = "sum";
+  s.op_type = "ReduceSum";
+  s.op = OpId::ReduceSum;
+  s.opset = 11;
+  s.attrs["keepdims"] = int1(0);
+  s.inputs = {"values"};
+  s.outputs = {"loss"};
+  g.nodes = {n, s};
+  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
+  Executor ex(g);
+  const Tensor x = Tensor::from_vector<double>({2, 4}, {2, 5, 5, 1, 3, 3, 3, 3});
+  const Tensor dx =
+      ex.run({{"x", x}, {bw.seed, Tensor::scalar<double>(1.0)}}, {bw.grads.at("x")})
+          .at(bw.grads.at("x"));
+  check_values(dx, {0, 1, 1, 0, 1, 1, 0, 0});
 }

@@ -1,5 +1,5 @@
 // Normalisation: BatchNormalization (inference and training mode), LayerNormalization,
-// InstanceNormalization.
+// InstanceNormalization; LpNormalization is registered from here (lp_norm.cc).
 //
 // Statistics are computed two-pass (mean, then the mean of squared deviations) in the
 // accumulation type Acc: double for BatchNorm/InstanceNorm statistics over whole channels, float
@@ -18,6 +18,9 @@
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
+
+void register_lp_norm(KernelRegistry& r);  // lp_norm.cc: LpNormalization LpNormalizationGrad
+
 namespace {
 
 // Input i (a per-channel parameter of any floating dtype) as `n` values of type A.
@@ -321,6 +324,7 @@ void register_norm(KernelRegistry& r) {
         in_fp32(kernel_factory<InstanceNormKernel<float>>()));
   r.add(OpId::InstanceNormalization, Device::CPU, DType::F64,
         kernel_factory<InstanceNormKernel<double>>());
+  register_lp_norm(r);
 }
 
 }  // namespace oat::cpu

@@ -1,6 +1,6 @@
 // Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceSumSquare ReduceL1
 // ReduceL2 ReduceLogSum ReduceLogSumExp, and along one axis ArgMax ArgMin CumSum, and CumSum's
-// gradient CumSumGrad (internal domain).
+// gradient CumSumGrad (internal domain). TopK is registered from here (topk.cc).
 //
 // Axes come from the `axes` attribute, or from the optional input 1 (ReduceSum from opset 13, the
 // others from opset 18). Empty axes reduce everything, unless noop_with_empty_axes=1, when the
@@ -17,6 +17,9 @@
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
+
+void register_topk(KernelRegistry& r);  // topk.cc: TopK
+
 namespace {
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
@@ -409,6 +412,7 @@ void register_reduce(KernelRegistry& r) {
   r.add(OpId::CumSumGrad, Device::CPU, DType::F32, kernel_factory<CumSumGradF32>());
   r.add(OpId::CumSumGrad, Device::CPU, kLowFloats, in_fp32(kernel_factory<CumSumGradF32>()));
   r.add(OpId::CumSumGrad, Device::CPU, DType::F64, kernel_factory<CumSumKernel<double, true>>());
+  register_topk(r);
 }
 
 }  // namespace oat::cpu

@@ -1,5 +1,6 @@
 // Gradients of the normalisations. Each is one gradient op (runtime/cpu/kernels/grad_norm.cc)
-// that returns dX, dScale and dBias together, computing only those asked for.
+// that returns dX, dScale and dBias together, computing only those asked for; LpNormalization's
+// (no parameters) returns dX (runtime/cpu/kernels/lp_norm.cc).
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -86,12 +87,26 @@ void layer_norm_grad(G& c) {
   if (want_bias) c.set_GI(2, c.sum_to_shape_of(out[2], c.I(2)));
 }
 
+// LpNormalization: y = x / ||x||_p along axis (0 for a zero lane), so with n = ||x||_p:
+//   p = 2: dX = (dY − y·Σ dY⊙y) / n        p = 1: dX = (dY − sign(x)·Σ dY⊙y) / n
+// and dX = 0 on a lane with n = 0 (derivation in runtime/cpu/kernels/lp_norm.cc). One internal op,
+// LpNormalizationGrad(dY, X), with the forward's axis and p: exact, and no NaN at n = 0, which a
+// composition of Div/ReduceL2 would need a Where for.
+void lp_norm_grad(G& c) {
+  const Node& n = c.node();
+  std::map<std::string, Attribute> attrs;
+  attrs["axis"] = G::attr_int(n.attr_int("axis", -1));
+  attrs["p"] = G::attr_int(n.attr_int("p", 2));
+  c.set_GI(0, c.emit_grad_op("LpNormalizationGrad", {c.GO(0), c.I(0)}, attrs));
+}
+
 }  // namespace
 
 void register_norm_gradients(GradientRegistry& r) {
   r.add(OpId::BatchNormalization, {batch_norm_grad, {3, 4}});
   r.add(OpId::InstanceNormalization, {instance_norm_grad, {}});
   r.add(OpId::LayerNormalization, {layer_norm_grad, {}});
+  r.add(OpId::LpNormalization, {lp_norm_grad, {}});
 }
 
 }  // namespace oat::train

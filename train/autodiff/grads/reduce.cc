@@ -1,4 +1,4 @@
-// Gradients of the reductions and CumSum.
+// Gradients of the reductions, CumSum and TopK.
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -54,6 +54,22 @@ void cumsum_grad(G& c) {
   c.set_GI(0, c.emit1("CumSum", {c.GO(0), c.I(1)}, attrs));
 }
 
+// TopK: Values = GatherElements(X, Indices) along the same axis, so
+//   dX = 0; dX[p with Indices[p] on axis] += dValues[p]: GatherElementsGrad(dValues, shape(X),
+//   Indices) with TopK's axis (default -1, spelt out: GatherElements' default is 0). The indices
+//   of one lane are distinct, so the scatter-add adds nothing twice. Indices (output 1) are
+//   integers and piecewise constant in X: a gradient reaching them contributes nothing; K (input 1)
+//   is not differentiable.
+void topk_grad(G& c) {
+  if (c.GO(0).empty()) return;
+  if (c.O(1).empty())
+    throw Error(cat(c.node().describe(), ": the gradient of TopK needs its Indices output (1), "
+                                         "which the node does not name"));
+  std::map<std::string, Attribute> attrs;
+  attrs["axis"] = G::attr_int(c.node().attr_int("axis", -1));
+  c.set_GI(0, c.emit_grad_op("GatherElementsGrad", {c.GO(0), c.shape_of(c.I(0)), c.O(1)}, attrs));
+}
+
 }  // namespace
 
 void register_reduce_gradients(GradientRegistry& r) {
@@ -63,6 +79,7 @@ void register_reduce_gradients(GradientRegistry& r) {
                   OpId::ReduceL1, OpId::ReduceL2, OpId::ReduceLogSum, OpId::ReduceLogSumExp})
     r.add(op, {reduce_xy_grad, {1}});
   r.add(OpId::CumSum, {cumsum_grad, {1}});
+  r.add(OpId::TopK, {topk_grad, {1}});
 }
 
 }  // namespace oat::train

@@ -80,6 +80,9 @@ CASES = {
         "gru_opset14": dict(RECURRENT, cell="GRU", layers=1, bidirectional=False, opset=14),
         "rnn_relu_bidirectional_2layer": dict(RECURRENT, cell="RNN", layers=2, bidirectional=True,
                                               nonlinearity="relu"),
+        # torch.einsum: four Einsum nodes (a composite op, runtime/composite/einsum.cc).
+        "einsum_mixer": dict(kind="einsum", shape=(10, 16), hidden=24, classes=5,
+                             batch_agnostic=False),
         "resnet18_opset18": dict(derived_from="resnet18", opset=18),
         "shufflenet_v2_x0_5_opset18": dict(derived_from="shufflenet_v2_x0_5", opset=18),
     },
@@ -137,6 +140,23 @@ def build_model(cfg):
                 return self.head(y[:, -1])
 
         model = Recurrent(cfg)
+    elif cfg["kind"] == "einsum":
+
+        class EinsumMixer(nn.Module):
+            """Token mixing written with torch.einsum (exported as ONNX Einsum nodes)."""
+
+            def __init__(self, d, e, classes):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(d, e) / d ** 0.5)
+                self.head = nn.Linear(e, classes)
+
+            def forward(self, x):
+                y = torch.einsum("bsd,de->bse", x, self.w)
+                a = torch.softmax(torch.einsum("bse,bte->bst", y, y) / y.shape[-1] ** 0.5, -1)
+                z = torch.einsum("bst,bte->bse", a, y)
+                return self.head(torch.einsum("bse->be", z) / z.shape[1])
+
+        model = EinsumMixer(cfg["shape"][1], cfg["hidden"], cfg["classes"])
     else:
 
         class Encoder(nn.Module):

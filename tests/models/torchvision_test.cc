@@ -143,6 +143,9 @@ TEST_SUITE("models") {
   TEST_CASE("rnn_relu_bidirectional_2layer (nn.RNN, Relu activations) agrees with ONNX Runtime") {
     check_against_ort("rnn_relu_bidirectional_2layer");
   }
+  TEST_CASE("einsum_mixer (torch.einsum: four Einsum nodes) agrees with ONNX Runtime") {
+    check_against_ort("einsum_mixer");
+  }
   TEST_CASE("resnet18_opset18 agrees with ONNX Runtime") { check_against_ort("resnet18_opset18"); }
   TEST_CASE("shufflenet_v2_x0_5_opset18 (ReduceMean axes input) agrees with ONNX Runtime") {
     check_against_ort("shufflenet_v2_x0_5_opset18");

@@ -298,6 +298,8 @@ TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansion
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4}, {}));
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4},
                                {{"axes", train::GradientContext::attr_ints({1, 3})}}));
+}
+
 TEST_CASE("gradients: LpNormalization") {
   auto lp = [](Shape x, int64_t axis, int64_t p) {
     GradCheckCase c;

@@ -476,3 +476,46 @@ TEST_CASE("gradients: movement kernels are adjoints on large, threaded shapes") 
     CHECK(std::abs(lhs - rhs) <= 1e-12 * scale);
   }
 }
+
+TEST_CASE("gradients: shapes, comparisons and roundings pass no gradient (and do not stop autodiff)") {
+  // loss = Σ x / float(shape(x)[1]) + Σ x · float(x > 0) + Σ floor(x)
+  //   ⇒ dloss/dx = 1/n + [x > 0] + 0
+  Graph g;
+  g.opsets[""] = 17;
+  ValueInfo xi;
+  xi.name = "x";
+  xi.dtype = DType::F64;
+  g.inputs.push_back(xi);
+  g.initializers["one"] = Tensor::scalar<int64_t>(1);
+  g.initializers["zero"] = Tensor::scalar<double>(0.0);
+  auto node = [&](const std::string& op, std::vector<std::string> in, std::string out,
+                  std::map<std::string, Attribute> attrs = {}) {
+    Node n;
+    n.name = out;
+    n.op_type = op;
+    n.op = op_from_name(op);
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(n);
+  };
+  node("Shape", {"x"}, "shape");
+  node("Gather", {"shape", "one"}, "n");
+  node("Cast", {"n"}, "n_f", {{"to", int1(11)}});  // DOUBLE
+  node("Div", {"x", "n_f"}, "scaled");
+  node("Greater", {"x", "zero"}, "positive");
+  node("Cast", {"positive"}, "mask", {{"to", int1(11)}});
+  node("Mul", {"x", "mask"}, "masked");
+  node("Floor", {"x"}, "floored");
+  node("Sum", {"scaled", "masked", "floored"}, "terms");
+  node("ReduceSum", {"terms"}, "loss", {{"keepdims", int1(0)}});
+  train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
+  REQUIRE(bw.grads.count("x"));
+  const Tensor x = Tensor::from_vector<double>({2, 4}, {-1.5, -0.25, 0.5, 2.0, 3.25, -2.0, 0.75, -0.5});
+  Executor ex(g);
+  auto r = ex.run({{"x", x}, {bw.seed, Tensor::scalar<double>(1.0)}}, {bw.grads.at("x")});
+  const Tensor& dx = r.at(bw.grads.at("x"));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    CHECK(dx.item_as_double(i) == doctest::Approx(0.25 + (x.item_as_double(i) > 0 ? 1.0 : 0.0)));
+}

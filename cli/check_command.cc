@@ -5,9 +5,11 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/composite.h"
 #include "runtime/cuda/device.h"
 #include "runtime/threads.h"
 #include "train/check.h"
@@ -162,8 +164,17 @@ int run_check(const CheckCommandOptions& o) {
   auto fired = std::make_shared<bool>(false);
   if (!o.inject_error.empty()) {
     const std::string target = o.inject_error;
-    c.perturb = [target, fired](const Node& n, std::vector<Tensor>& outs) {
-      if (n.name != target) return;
+    // A composite op (LSTM, Einsum, ...) runs as its expansion: its outputs are perturbed where
+    // the expansion writes them.
+    std::set<std::string> composite_outputs;
+    for (const Node& n : model.graph.nodes)
+      if (n.name == target && is_composite(n))
+        for (const auto& v : n.outputs)
+          if (!v.empty()) composite_outputs.insert(v);
+    c.perturb = [target, composite_outputs, fired](const Node& n, std::vector<Tensor>& outs) {
+      bool writes = n.name == target;
+      for (const auto& v : n.outputs) writes |= composite_outputs.count(v) != 0;
+      if (!writes) return;
       *fired = true;
       for (Tensor& t : outs) scale_in_place(t, 1.25f);
     };

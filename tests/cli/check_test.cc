@@ -203,6 +203,21 @@ TEST_SUITE("cli check") {
     }
   }
 
+  TEST_CASE("--inject-error naming a composite op perturbs the nodes that write its outputs") {
+    TempDir dir;
+    const std::string model =
+        (oat_test::reference_models() / "gru_opset14" / "model.onnx").string();
+    CliResult r = run_cli({"check", model, "--device", "cpu", "--batch", "2", "--inject-error",
+                           "/rnn/GRU"},
+                          dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 1);
+    // Y_h is the last step's state and Y the steps' Concat: the two expansion nodes that write
+    // the GRU's outputs, and nothing else, are out of tolerance.
+    CHECK(has(r.out, " 2 failing"));
+    CHECK(has(r.out, "/rnn/GRU/d0/Y_steps"));
+  }
+
   TEST_CASE("bad input: clear one-line errors, no JSON written") {
     TempDir dir;
     const std::string json = dir / "r.json";

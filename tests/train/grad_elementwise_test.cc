@@ -83,21 +83,30 @@ TEST_CASE("gradients: Where routes the gradient by the condition") {
 }
 
 TEST_CASE("build_backward: an op without a gradient builder on the path is named") {
-  Graph g;
-  g.opsets[""] = 17;
-  Node n;
-  n.name = "round_it";
-  n.op_type = "Round";
-  n.op = OpId::Round;
-  n.opset = 17;
-  n.inputs = {"x"};
-  n.outputs = {"loss"};
-  g.nodes.push_back(n);
-  ValueInfo vi;
-  vi.name = "x";
-  vi.dtype = DType::F32;
-  g.inputs.push_back(vi);
-  CHECK_THROWS_WITH_AS(train::build_backward(g, "loss", {"x"}),
-                       doctest::Contains("node 'round_it' (Round, opset 17): op Round has no gradient builder"),
-                       Error);
+  auto graph = [](const std::string& op) {
+    Graph g;
+    g.opsets[""] = 17;
+    Node n;
+    n.name = "op_it";
+    n.op_type = op;
+    n.op = op_from_name(op);
+    n.opset = 17;
+    n.inputs = {"x"};
+    n.outputs = {"loss"};
+    g.nodes.push_back(n);
+    ValueInfo vi;
+    vi.name = "x";
+    vi.dtype = DType::F32;
+    g.inputs.push_back(vi);
+    return g;
+  };
+  Graph hardmax = graph("Hardmax");
+  CHECK_THROWS_WITH_AS(
+      train::build_backward(hardmax, "loss", {"x"}),
+      doctest::Contains("node 'op_it' (Hardmax, opset 17): op Hardmax has no gradient builder"),
+      Error);
+  // Round is piecewise constant: it passes no gradient (0, as in PyTorch), so x has no path.
+  Graph round = graph("Round");
+  train::BackwardResult bw = train::build_backward(round, "loss", {"x"});
+  CHECK(bw.no_path == std::vector<std::string>{"x"});
 }

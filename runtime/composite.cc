@@ -88,6 +88,10 @@ void Expansion::add_to(const std::string& op_type, const std::vector<std::string
   m.op_type = op_type;
   m.op = op_from_name(op_type);
   m.opset = 17;
+  // The runtime's own ops (ops.def from SumToShape on: GatherGrad, GatherElementsGrad, the
+  // scatter-adds of ScatterND/ScatterElements) belong to its internal domain.
+  if (m.op != OpId::Unknown && static_cast<int>(m.op) >= static_cast<int>(OpId::SumToShape))
+    m.domain = kInternalDomain;
   m.inputs = inputs;
   m.outputs = outputs;
   m.attrs = std::move(attrs);

@@ -44,7 +44,8 @@ class Expansion {
   // The value's initializer, nullptr when it is not one (a computed or fed value).
   const Tensor* constant(const std::string& value) const;
 
-  // Adds a node of the default domain with opset-17 semantics (axes of Squeeze, Unsqueeze,
+  // Adds a node of the default domain (the internal one for the runtime's own ops, e.g. the
+  // scatter-add GatherElementsGrad) with opset-17 semantics (axes of Squeeze, Unsqueeze,
   // ReduceSum and Split are inputs) and returns its `n_outputs` fresh output names, "<prefix>/<tag>".
   std::vector<std::string> add(const std::string& op_type, const std::vector<std::string>& inputs,
                                const std::string& tag, size_t n_outputs,

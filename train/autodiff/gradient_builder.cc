@@ -216,7 +216,9 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
                               const BackwardOptions& options) {
   const GradientRegistry& reg = gradient_registry();
   auto spec_of = [&](const Node& n) -> const GradientSpec* {
-    return n.domain.empty() ? reg.find(n.op) : nullptr;
+    // The internal domain too: composite expansions use the scatter-adds GatherGrad and
+    // GatherElementsGrad as forward ops (ScatterND, ScatterElements).
+    return n.domain.empty() || n.domain == kInternalDomain ? reg.find(n.op) : nullptr;
   };
 
   // Values that depend on a `wrt` value through differentiable inputs.

@@ -130,6 +130,17 @@ void gather_elements_grad(G& c) {
                              copy_attrs(c.node(), {"axis"})));
 }
 
+// The scatter-adds are linear in their first input (composite ScatterND/ScatterElements use them):
+// GatherGrad: dX[.., idx[j], ..] += dY[.., j, ..]  ⇒  d(dY) = Gather(g, idx, axis)
+void gather_grad_grad(G& c) {
+  c.set_GI(0, c.emit1("Gather", {c.GO(0), c.I(2)}, copy_attrs(c.node(), {"axis"})));
+}
+
+// GatherElementsGrad: dX[p with idx[p] on axis] += dY[p]  ⇒  d(dY) = GatherElements(g, idx, axis)
+void gather_elements_grad_grad(G& c) {
+  c.set_GI(0, c.emit1("GatherElements", {c.GO(0), c.I(2)}, copy_attrs(c.node(), {"axis"})));
+}
+
 // Expand: Y = broadcast(X, shape)  ⇒  dX = sum_to(dY, X)
 void expand_grad(G& c) { c.set_GI(0, c.sum_to_shape_of(c.GO(0), c.I(0))); }
 
@@ -234,6 +245,8 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::Slice, {slice_grad, {1, 2, 3, 4}});
   r.add(OpId::Gather, {gather_grad, {1}});
   r.add(OpId::GatherElements, {gather_elements_grad, {1}});
+  r.add(OpId::GatherGrad, {gather_grad_grad, {1, 2}});
+  r.add(OpId::GatherElementsGrad, {gather_elements_grad_grad, {1, 2}});
   r.add(OpId::Expand, {expand_grad, {1}});
   r.add(OpId::Tile, {tile_grad, {1, 2}});
   r.add(OpId::Pad, {pad_grad, {1, 2, 3}});

@@ -43,10 +43,13 @@ OpLists OpLists::defaults() {
              "Elu", "Gelu", "Erf", "Sqrt", "Clip", "Where", "Neg", "Abs", "AveragePool",
              "GlobalAveragePool", "BatchNormalization", "Dropout", "Mean", "Shrink", "Asin",
              "Acos", "Atan", "Asinh", "Acosh"};
-  // Move data without changing values (Trilu: beyond DESIGN.md's table, it keeps or zeroes).
+  // Move data without changing values (Trilu: beyond DESIGN.md's table, it keeps or zeroes; the
+  // index-driven composites: GatherND, ReverseSequence, the scatters, whose reduction add sums in
+  // FP32 before one rounding, and OneHot, which picks one of `values` per element, as Gather).
   l.clear = {"Relu", "MaxPool", "Reshape", "Flatten", "Transpose", "Concat", "Split", "Slice",
              "Gather", "Squeeze", "Unsqueeze", "Identity", "Pad", "Expand", "Tile", "Shape",
-             "Trilu"};
+             "Trilu", "GatherND", "ScatterElements", "Scatter", "ScatterND", "ReverseSequence",
+             "OneHot"};
   return l;
 }
 

@@ -117,7 +117,11 @@ TEST_CASE("default op lists are DESIGN.md's table") {
   CHECK(l.clear == std::set<std::string>{"Relu", "MaxPool", "Reshape", "Flatten", "Transpose",
                                          "Concat", "Split", "Slice", "Gather", "Squeeze",
                                          "Unsqueeze", "Identity", "Pad", "Expand", "Tile",
-                                         "Shape", "Trilu"});
+                                         "Shape", "Trilu", "GatherND", "ScatterElements",
+                                         "Scatter", "ScatterND", "ReverseSequence", "OneHot"});
+  // EyeLike makes its output from X's shape alone, as ConstantOfShape: in no list.
+  CHECK(l.list_of("EyeLike") == OpList::None);
+  CHECK(l.list_of("ConstantOfShape") == OpList::None);
   CHECK(l.list_of("Floor") == OpList::None);
   CHECK(std::string(op_list_name(OpList::Infer)) == "infer");
   // The lists are disjoint.

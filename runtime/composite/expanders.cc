@@ -11,6 +11,13 @@ std::map<std::string, Expander> builtin_expanders() {
   t["RNN"] = expand_rnn;
   t["GRU"] = expand_gru;
   t["LSTM"] = expand_lstm;
+  t["OneHot"] = expand_one_hot;
+  t["EyeLike"] = expand_eye_like;
+  t["GatherND"] = expand_gather_nd;
+  t["ScatterElements"] = expand_scatter_elements;
+  t["Scatter"] = expand_scatter_elements;
+  t["ScatterND"] = expand_scatter_nd;
+  t["ReverseSequence"] = expand_reverse_sequence;
   return t;
 }
 

@@ -21,5 +21,14 @@ void expand_einsum(Expansion& e);
 void expand_rnn(Expansion& e);
 void expand_gru(Expansion& e);
 void expand_lstm(Expansion& e);
+// OneHot, EyeLike, GatherND, ScatterElements/Scatter, ScatterND and ReverseSequence as int64 index
+// arithmetic, Gather/GatherElements and the scatter-adds GatherGrad/GatherElementsGrad
+// (indexing.cc).
+void expand_one_hot(Expansion& e);
+void expand_eye_like(Expansion& e);
+void expand_gather_nd(Expansion& e);
+void expand_scatter_elements(Expansion& e);  // also the deprecated Scatter
+void expand_scatter_nd(Expansion& e);
+void expand_reverse_sequence(Expansion& e);
 
 }  // namespace oat::composite

@@ -266,6 +266,25 @@ const std::vector<Case>& cases() {
     v.push_back({"LRN", 13, {{"size", attr_i(4)}, {"beta", attr_f(0.5f)}}, {flt({2, 6, 5})}});
     v.push_back({"MeanVarianceNormalization", 13, {}, {flt({2, 3, 4, 5})}});
     v.push_back({"MeanVarianceNormalization", 13, {{"axes", attr_ints({1, 2})}}, {flt({2, 3, 4})}});
+    // The index-driven composites (indexing.cc): int64 index arithmetic, then Gather,
+    // GatherElements and the scatter-adds GatherGrad / GatherElementsGrad.
+    v.push_back({"OneHot", 11, {}, {ints({1, -1, 7, 0}, {2, 2}), ints({5}, {}), flt({2})}});
+    v.push_back({"OneHot", 9, {{"axis", attr_i(0)}}, {ints({2, 0, -3}), ints({4}), flt({2})}});
+    v.push_back({"EyeLike", 9, {{"k", attr_i(1)}}, {flt({3, 5})}});
+    v.push_back({"GatherND", 13, {}, {flt({3, 4, 2}), ints({0, 1, -1, 3, 0, 1}, {3, 2})}});
+    v.push_back({"GatherND", 13, {{"batch_dims", attr_i(1)}},
+                 {flt({2, 3, 4}), ints({2, -1, 0, 0}, {2, 2, 1})}});
+    v.push_back({"ScatterElements", 13, {{"axis", attr_i(0)}},
+                 {flt({3, 4}), ints({0, 2, -1, 1, 0, 0}, {2, 3}), flt({2, 3})}});
+    v.push_back({"ScatterElements", 16, {{"axis", attr_i(1)}, {"reduction", attr_s("add")}},
+                 {flt({3, 4}), ints({0, 0, -1, 3, 3, 1}, {2, 3}), flt({2, 3})}});
+    v.push_back({"Scatter", 9, {}, {flt({4, 2}), ints({3, 1}, {1, 2}), flt({1, 2})}});
+    v.push_back({"ScatterND", 13, {}, {flt({4, 3, 2}), ints({0, 1, -1, 2}, {2, 2}), flt({2, 2})}});
+    v.push_back({"ScatterND", 16, {{"reduction", attr_s("add")}},
+                 {flt({4, 3}), ints({1, 1, -4}, {3, 1}), flt({3, 3})}});
+    v.push_back({"ReverseSequence", 10, {}, {flt({4, 3, 2}), ints({4, 2, 1})}});
+    v.push_back({"ReverseSequence", 10, {{"time_axis", attr_i(1)}, {"batch_axis", attr_i(0)}},
+                 {flt({3, 4}), ints({3, 4, 1})}});
     v.push_back({"Shrink", 9, {{"lambd", attr_f(1.f)}, {"bias", attr_f(0.5f)}}, {flt({3, 17})}});
     v.push_back({"LeakyRelu", 16, {{"alpha", attr_f(0.2f)}}, {flt({3, 17})}});
     v.push_back({"ThresholdedRelu", 10, {{"alpha", attr_f(0.5f)}}, {flt({3, 17})}});

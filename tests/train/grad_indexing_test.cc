@@ -1,19 +1,28 @@
-// Gradients of the scatter-adds GatherGrad / GatherElementsGrad in their first input
-// (d(dY) = Gather / GatherElements of the incoming gradient): double-precision finite
-// differences (grad_check.h).
+// Gradients through the index-driven composite ops (runtime/composite/indexing.cc): GatherND
+// (Gather's), ScatterElements and ScatterND (data and updates: Where's and the scatter-adds'),
+// ReverseSequence (GatherElements'), and the scatter-adds GatherGrad / GatherElementsGrad
+// themselves (d(dY) = Gather / GatherElements of the incoming gradient). Double-precision finite
+// differences (grad_check.h), shapes declared as the expansions need them.
 #include "grad_check.h"
 
 using namespace oat;
-using oat::test::GradCheckCase;
 using oat::test::fixed;
+using oat::test::GradCheckCase;
 using oat::test::in;
 
 namespace {
 
 Attribute int1(int64_t v) { return train::GradientContext::attr_int(v); }
+Attribute str1(const std::string& v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = v;
+  return a;
+}
 Tensor i64s(Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(s, v); }
 
-GradCheckCase op_case(const std::string& op, int64_t opset, std::vector<oat::test::GradCheckInput> ins,
+GradCheckCase op_case(const std::string& op, int64_t opset,
+                      std::vector<oat::test::GradCheckInput> ins,
                       std::map<std::string, Attribute> attrs = {}) {
   GradCheckCase c;
   c.op = op;
@@ -27,11 +36,46 @@ GradCheckCase op_case(const std::string& op, int64_t opset, std::vector<oat::tes
 }  // namespace
 
 TEST_CASE("gradients: GatherGrad and GatherElementsGrad (the scatter-adds) in their dY") {
-  oat::test::check_gradients(op_case("GatherGrad", 1,
-                                     {in({2, 3}), fixed(i64s({2}, {4, 3})), fixed(i64s({2}, {1, 1}))},
-                                     {}));
   oat::test::check_gradients(op_case(
-      "GatherElementsGrad", 1,
-      {in({2, 2}), fixed(i64s({2}, {3, 2})), fixed(i64s({2, 2}, {2, -1, 2, 0}))},
+      "GatherGrad", 1, {in({2, 3}), fixed(i64s({2}, {4, 3})), fixed(i64s({2}, {1, 1}))}, {}));
+  oat::test::check_gradients(
+      op_case("GatherElementsGrad", 1,
+              {in({2, 2}), fixed(i64s({2}, {3, 2})), fixed(i64s({2, 2}, {2, -1, 2, 0}))},
+              {{"axis", int1(0)}}));
+}
+
+TEST_CASE("gradients: GatherND (through its expansion)") {
+  oat::test::check_gradients(
+      op_case("GatherND", 13, {in({3, 4, 2}), fixed(i64s({3, 2}, {0, 1, -1, 3, 0, 1}))}));
+  oat::test::check_gradients(op_case("GatherND", 13,
+                                     {in({2, 3, 4}), fixed(i64s({2, 2, 1}, {2, -1, 0, 0}))},
+                                     {{"batch_dims", int1(1)}}));
+}
+
+TEST_CASE("gradients: ScatterElements, none and add, data and updates") {
+  // none: indices distinct along the axis per lane (duplicates are undefined).
+  oat::test::check_gradients(op_case(
+      "ScatterElements", 13, {in({3, 4}), fixed(i64s({2, 3}, {0, 2, -1, 1, 0, 0})), in({2, 3})},
       {{"axis", int1(0)}}));
+  oat::test::check_gradients(op_case(
+      "ScatterElements", 16, {in({3, 4}), fixed(i64s({2, 3}, {0, 0, -1, 3, 3, 1})), in({2, 3})},
+      {{"axis", int1(1)}, {"reduction", str1("add")}}));
+  oat::test::check_gradients(
+      op_case("Scatter", 9, {in({4, 2}), fixed(i64s({1, 2}, {3, 1})), in({1, 2})}));
+}
+
+TEST_CASE("gradients: ScatterND, none and add") {
+  oat::test::check_gradients(
+      op_case("ScatterND", 13, {in({4, 3, 2}), fixed(i64s({2, 2}, {0, 1, -1, 2})), in({2, 2})}));
+  oat::test::check_gradients(op_case("ScatterND", 16,
+                                     {in({4, 3}), fixed(i64s({3, 1}, {1, 1, -4})), in({3, 3})},
+                                     {{"reduction", str1("add")}}));
+}
+
+TEST_CASE("gradients: ReverseSequence (through its expansion)") {
+  oat::test::check_gradients(
+      op_case("ReverseSequence", 10, {in({4, 3, 2}), fixed(i64s({3}, {4, 2, 1}))}));
+  oat::test::check_gradients(op_case("ReverseSequence", 10,
+                                     {in({3, 4}), fixed(i64s({3}, {3, 4, 1}))},
+                                     {{"time_axis", int1(1)}, {"batch_axis", int1(0)}}));
 }

@@ -1,0 +1,383 @@
+// OneHot, EyeLike, GatherND, ScatterElements, Scatter, ScatterND and ReverseSequence, which run as
+// expansions (runtime/composite/indexing.cc): hand-computed values, random cases against direct
+// loops over the ONNX definitions (negative indices, batch_dims, reductions, axes, F16, int64
+// data where the kernels allow), and the errors naming the node.
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <random>
+
+#include "single_node.h"
+
+using namespace oat;
+using namespace oat_test;
+
+namespace {
+
+Tensor random_f32(const Shape& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  Tensor t(DType::F32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+Tensor i64s(Shape s, std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(s, v); }
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+std::vector<int64_t> unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> c(s.size());
+  for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) c[d] = i % s[d], i /= s[d];
+  return c;
+}
+
+void check_values(const Tensor& got, const Shape& shape, const std::vector<double>& want,
+                  double tol = 0) {
+  REQUIRE(got.shape() == shape);
+  REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got.item_as_double(i) - want[i]) <= tol);
+  }
+}
+
+// GatherND by its definition: Y[p, rest] = data[p[:b], idx[p], rest].
+std::vector<double> gather_nd_ref(const Tensor& data, const Tensor& ind, int64_t b, Shape* out) {
+  const Shape& ds = data.shape();
+  const Shape& is = ind.shape();
+  const int64_t k = is.back();
+  Shape lead(is.begin(), is.end() - 1);
+  Shape tail(ds.begin() + b + k, ds.end());
+  *out = lead;
+  out->insert(out->end(), tail.begin(), tail.end());
+  const int64_t n_lead = std::accumulate(lead.begin(), lead.end(), int64_t{1}, std::multiplies<>());
+  const int64_t n_tail = std::accumulate(tail.begin(), tail.end(), int64_t{1}, std::multiplies<>());
+  const auto dst = strides_of(ds);
+  std::vector<double> y;
+  for (int64_t p = 0; p < n_lead; ++p) {
+    const auto pc = unravel(p, lead);
+    int64_t off = 0;
+    for (int64_t j = 0; j < b; ++j) off += pc[j] * dst[j];
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = static_cast<int64_t>(ind.item_as_double(p * k + j));
+      if (v < 0) v += ds[b + j];
+      off += v * dst[b + j];
+    }
+    for (int64_t t = 0; t < n_tail; ++t) y.push_back(data.item_as_double(off + t));
+  }
+  return y;
+}
+
+// ScatterND by its definition (add: +=, none: =).
+std::vector<double> scatter_nd_ref(const Tensor& data, const Tensor& ind, const Tensor& upd,
+                                   bool add) {
+  const Shape& ds = data.shape();
+  const int64_t k = ind.shape().back(), n = ind.numel() / k;
+  const auto dst = strides_of(ds);
+  const int64_t slice = k == static_cast<int64_t>(ds.size()) ? 1 : dst[k - 1];
+  std::vector<double> y(static_cast<size_t>(data.numel()));
+  for (int64_t i = 0; i < data.numel(); ++i) y[i] = data.item_as_double(i);
+  for (int64_t p = 0; p < n; ++p) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = static_cast<int64_t>(ind.item_as_double(p * k + j));
+      if (v < 0) v += ds[j];
+      off += v * dst[j];
+    }
+    for (int64_t t = 0; t < slice; ++t)
+      y[off + t] = (add ? y[off + t] : 0.0) + upd.item_as_double(p * slice + t);
+  }
+  return y;
+}
+
+// ScatterElements by its definition.
+std::vector<double> scatter_elements_ref(const Tensor& data, const Tensor& ind, const Tensor& upd,
+                                         int64_t axis, bool add) {
+  const Shape& ds = data.shape();
+  if (axis < 0) axis += static_cast<int64_t>(ds.size());
+  const auto dst = strides_of(ds);
+  std::vector<double> y(static_cast<size_t>(data.numel()));
+  for (int64_t i = 0; i < data.numel(); ++i) y[i] = data.item_as_double(i);
+  for (int64_t p = 0; p < ind.numel(); ++p) {
+    auto c = unravel(p, ind.shape());
+    int64_t v = static_cast<int64_t>(ind.item_as_double(p));
+    if (v < 0) v += ds[axis];
+    c[axis] = v;
+    int64_t off = 0;
+    for (size_t d = 0; d < c.size(); ++d) off += c[d] * dst[d];
+    y[off] = (add ? y[off] : 0.0) + upd.item_as_double(p);
+  }
+  return y;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("OneHot: hand values, negative and out-of-range indices, axes, depth types") {
+  const Tensor values = Tensor::from_vector<float>({2}, {-1.f, 5.f});
+  // indices [3]: 1, -1 (= depth - 1), 7 (out of range: all off); depth 4, axis -1.
+  auto y = run1("OneHot", 11, {}, {i64s({3}, {1, -1, 7}), i64s({}, {4}), values});
+  check_values(y, {3, 4}, {-1, 5, -1, -1, /**/ -1, -1, -1, 5, /**/ -1, -1, -1, -1});
+  // axis 0: [depth, 3]; depth a 1-element float tensor; float indices.
+  auto y0 = run1("OneHot", 9, {{"axis", attr_i(0)}},
+                 {Tensor::from_vector<float>({3}, {0.f, 2.f, -2.f}),
+                  Tensor::from_vector<float>({1}, {3.f}), values});
+  check_values(y0, {3, 3}, {5, -1, -1, /**/ -1, -1, 5, /**/ -1, 5, -1});
+  // Random: indices [2, 3] in [-6, 8), depth 6, every axis; int32 indices, int64 values.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> u(-6, 7);
+  std::vector<int64_t> iv(6);
+  for (auto& v : iv) v = u(rng);
+  const Tensor ind = cast_tensor(i64s({2, 3}, iv), DType::I32);
+  const Tensor vals = i64s({2}, {0, 9});
+  for (int64_t axis : {0, 1, 2, -1, -2, -3}) {
+    CAPTURE(axis);
+    auto r = run1("OneHot", 11, {{"axis", attr_i(axis)}}, {ind, i64s({}, {6}), vals});
+    CHECK(r.dtype() == DType::I64);
+    const int64_t a = axis < 0 ? axis + 3 : axis;
+    Shape s = {2, 3};
+    s.insert(s.begin() + a, 6);
+    std::vector<double> want(36);
+    for (int64_t i = 0; i < 36; ++i) {
+      auto c = unravel(i, s);
+      const int64_t cls = c[a];
+      c.erase(c.begin() + a);
+      int64_t v = iv[c[0] * 3 + c[1]];
+      if (v < 0) v += 6;
+      want[i] = v == cls ? 9 : 0;
+    }
+    check_values(r, s, want);
+  }
+  // F16 values.
+  auto h =
+      run1("OneHot", 11, {}, {i64s({2}, {0, 1}), i64s({}, {2}), cast_tensor(values, DType::F16)});
+  CHECK(h.dtype() == DType::F16);
+  check_values(h, {2, 2}, {5, -1, -1, 5});
+}
+
+TEST_CASE("EyeLike: square, wide and tall, k, dtype") {
+  check_values(run1("EyeLike", 9, {}, {random_f32({3, 3}, 1)}), {3, 3},
+               {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  auto w = run1("EyeLike", 9, {{"k", attr_i(1)}}, {random_f32({2, 4}, 1)});
+  CHECK(w.dtype() == DType::F32);
+  check_values(w, {2, 4}, {0, 1, 0, 0, 0, 0, 1, 0});
+  auto t = run1("EyeLike", 9, {{"k", attr_i(-2)}, {"dtype", attr_i(7)}}, {random_f32({4, 2}, 1)});
+  CHECK(t.dtype() == DType::I64);
+  check_values(t, {4, 2}, {0, 0, 0, 0, 1, 0, 0, 1});
+  auto h = run1("EyeLike", 9, {}, {cast_tensor(random_f32({2, 2}, 1), DType::F16)});
+  CHECK(h.dtype() == DType::F16);
+  check_values(h, {2, 2}, {1, 0, 0, 1});
+  CHECK(message_of([] {
+          run_node("EyeLike", 9, {}, {random_f32({2, 2, 2}, 1)});
+        }) == "node 'n0' (EyeLike, opset 9): X 'in0' must be 2-D, got [2, 2, 2]");
+}
+
+TEST_CASE("GatherND: hand values, negative indices, batch_dims, int64 and F16 data") {
+  // ONNX's example 2: data [[0,1],[2,3]], indices [[1],[0]] -> [[2,3],[0,1]].
+  const Tensor d22 = Tensor::from_vector<float>({2, 2}, {0, 1, 2, 3});
+  check_values(run1("GatherND", 11, {}, {d22, i64s({2, 1}, {1, 0})}), {2, 2}, {2, 3, 0, 1});
+  check_values(run1("GatherND", 11, {}, {d22, i64s({2, 2}, {0, 0, -1, -1})}), {2}, {0, 3});
+  // batch_dims 1 (ONNX's example 5): data [2,2,2], indices [[1],[0]] -> [[2,3],[4,5]].
+  const Tensor d222 = Tensor::from_vector<float>({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  check_values(run1("GatherND", 12, {{"batch_dims", attr_i(1)}}, {d222, i64s({2, 1}, {1, 0})}),
+               {2, 2}, {2, 3, 4, 5});
+  // Random: data [3, 4, 5, 2], every k and batch_dims that fit, indices with 2 leading dims.
+  const Tensor data = random_f32({3, 4, 5, 2}, 3);
+  std::mt19937 rng(9);
+  for (int64_t b : {0, 1, 2})
+    for (int64_t k = 1; b + k <= 4; ++k) {
+      CAPTURE(b);
+      CAPTURE(k);
+      Shape is(data.shape().begin(), data.shape().begin() + b);
+      is.push_back(3);
+      is.push_back(k);
+      Tensor ind(DType::I64, is);
+      for (int64_t i = 0; i < ind.numel(); ++i) {
+        const int64_t n = data.shape()[b + i % k];
+        ind.data<int64_t>()[i] = std::uniform_int_distribution<int64_t>(-n, n - 1)(rng);
+      }
+      Shape out;
+      const auto want = gather_nd_ref(data, ind, b, &out);
+      check_values(run1("GatherND", 13, {{"batch_dims", attr_i(b)}}, {data, ind}), out, want);
+      check_values(run1("GatherND", 13, {{"batch_dims", attr_i(b)}},
+                        {cast_tensor(data, DType::F16), cast_tensor(ind, DType::I32)}),
+                   out, gather_nd_ref(cast_tensor(data, DType::F16), ind, b, &out));
+    }
+  const Tensor di = i64s({2, 3}, {10, 11, 12, 13, 14, 15});
+  auto yi = run1("GatherND", 13, {}, {di, i64s({2, 2}, {1, 2, 0, -1})});
+  CHECK(yi.dtype() == DType::I64);
+  check_values(yi, {2}, {15, 12});
+  CHECK(message_of([&] {
+          run_node("GatherND", 13, {}, {d22, i64s({1, 3}, {0, 0, 0})});
+        }) ==
+        "node 'n0' (GatherND, opset 13): indices 'in1' [1, 3] index 3 dims after 0 batch dims of "
+        "data 'in0' [2, 2] (rank 2)");
+  CHECK(message_of([&] {
+          run_node("GatherND", 13, {{"batch_dims", attr_i(2)}}, {d22, i64s({2, 1}, {0, 0})});
+        }) ==
+        "node 'n0' (GatherND, opset 13): batch_dims 2 must be in [0, min(rank(data), "
+        "rank(indices))) = [0, 2)");
+}
+
+TEST_CASE("ScatterElements and Scatter: hand values, axes, negative indices, add, F16") {
+  // ONNX's example 2: data [[1,2,3,4,5]], indices [[1,3]], updates [[1.1,2.1]], axis 1.
+  const Tensor data = Tensor::from_vector<float>({1, 5}, {1, 2, 3, 4, 5});
+  const Tensor upd = Tensor::from_vector<float>({1, 2}, {1.1f, 2.1f});
+  check_values(
+      run1("ScatterElements", 11, {{"axis", attr_i(1)}}, {data, i64s({1, 2}, {1, 3}), upd}), {1, 5},
+      {1, 1.1f, 3, 2.1f, 5});
+  check_values(run1("Scatter", 9, {{"axis", attr_i(1)}}, {data, i64s({1, 2}, {-4, -2}), upd}),
+               {1, 5}, {1, 1.1f, 3, 2.1f, 5});
+  // add with a duplicate index.
+  check_values(run1("ScatterElements", 16, {{"axis", attr_i(1)}, {"reduction", attr_s("add")}},
+                    {data, i64s({1, 2}, {1, 1}), upd}),
+               {1, 5}, {1, 2 + 1.1f + 2.1f, 3, 4, 5}, 1e-6);
+  // Random: data [4, 5, 3], updates [3, 4, 2], every axis, none (distinct indices per lane via a
+  // permutation) and add (any indices).
+  const Tensor d = random_f32({4, 5, 3}, 11);
+  const Tensor u = random_f32({3, 4, 2}, 12);
+  std::mt19937 rng(13);
+  for (int64_t axis : {0, 1, 2, -1}) {
+    CAPTURE(axis);
+    const int64_t a = axis < 0 ? axis + 3 : axis, n = d.shape()[a];
+    Tensor ind(DType::I64, u.shape());
+    Tensor any(DType::I64, u.shape());
+    for (int64_t p = 0; p < ind.numel(); ++p) {
+      const auto c = unravel(p, u.shape());
+      // distinct along the axis: (c[axis] + lane offset) mod n, maybe negative.
+      const int64_t lane = (c[0] * 7 + c[1] * 3 + c[2]) - c[a] * (a == 0 ? 7 : a == 1 ? 3 : 1);
+      int64_t v = (c[a] + lane) % n;
+      if (rng() % 2) v -= n;
+      ind.data<int64_t>()[p] = v;
+      any.data<int64_t>()[p] = std::uniform_int_distribution<int64_t>(-n, n - 1)(rng);
+    }
+    check_values(run1("ScatterElements", 13, {{"axis", attr_i(axis)}}, {d, ind, u}), d.shape(),
+                 scatter_elements_ref(d, ind, u, axis, false));
+    check_values(run1("ScatterElements", 16, {{"axis", attr_i(axis)}, {"reduction", attr_s("add")}},
+                      {d, any, u}),
+                 d.shape(), scatter_elements_ref(d, any, u, axis, true), 1e-5);
+    const Tensor dh = cast_tensor(d, DType::F16), uh = cast_tensor(u, DType::F16);
+    auto h = run1("ScatterElements", 13, {{"axis", attr_i(axis)}},
+                  {dh, cast_tensor(ind, DType::I32), uh});
+    CHECK(h.dtype() == DType::F16);
+    check_values(h, d.shape(), scatter_elements_ref(dh, ind, uh, axis, false));
+  }
+  CHECK(message_of([&] {
+          run_node("ScatterElements", 16, {{"reduction", attr_s("max")}},
+                   {data, i64s({1, 2}, {0, 0}), upd});
+        }) ==
+        "node 'n0' (ScatterElements, opset 16): reduction 'max' is not supported (none "
+        "and add are)");
+  CHECK(message_of([&] {
+          run_node("ScatterElements", 13, {}, {i64s({2}, {1, 2}), i64s({1}, {0}), i64s({1}, {5})});
+        }) ==
+        "node 'n0' (ScatterElements, opset 13): data 'in0' is int64; only float data is "
+        "supported");
+}
+
+TEST_CASE("ScatterND: hand values, slices, negative indices, add, F16") {
+  // ONNX's example 1: data [1..8], indices [[4],[3],[1],[7]], updates [9,10,11,12].
+  const Tensor d8 = Tensor::from_vector<float>({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  check_values(
+      run1("ScatterND", 11, {},
+           {d8, i64s({4, 1}, {4, 3, 1, 7}), Tensor::from_vector<float>({4}, {9, 10, 11, 12})}),
+      {8}, {1, 11, 3, 10, 9, 6, 7, 12});
+  check_values(run1("ScatterND", 16, {{"reduction", attr_s("add")}},
+                    {d8, i64s({2, 1}, {-1, -1}), Tensor::from_vector<float>({2}, {1, 2})}),
+               {8}, {1, 2, 3, 4, 5, 6, 7, 11});
+  // Random: data [4, 3, 5], k = 1, 2, 3; distinct rows for none, any rows for add.
+  const Tensor d = random_f32({4, 3, 5}, 21);
+  std::mt19937 rng(22);
+  for (int64_t k = 1; k <= 3; ++k) {
+    CAPTURE(k);
+    const int64_t rows = k == 1 ? 4 : k == 2 ? 12 : 60;
+    std::vector<int64_t> perm(static_cast<size_t>(rows));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int64_t n = 3;  // index tuples
+    Tensor ind(DType::I64, {n, k}), any(DType::I64, {n, k});
+    Shape rs(d.shape().begin(), d.shape().begin() + k);
+    for (int64_t p = 0; p < n; ++p) {
+      const auto c = unravel(perm[p], rs);
+      for (int64_t j = 0; j < k; ++j) {
+        ind.data<int64_t>()[p * k + j] = c[j] - ((rng() % 2) ? rs[j] : 0);
+        any.data<int64_t>()[p * k + j] =
+            std::uniform_int_distribution<int64_t>(0, rs[j] - 1)(rng) % 2;
+      }
+    }
+    Shape us = {n};
+    us.insert(us.end(), d.shape().begin() + k, d.shape().end());
+    const Tensor u = random_f32(us, 23 + static_cast<unsigned>(k));
+    check_values(run1("ScatterND", 13, {}, {d, ind, u}), d.shape(),
+                 scatter_nd_ref(d, ind, u, false));
+    check_values(run1("ScatterND", 16, {{"reduction", attr_s("add")}}, {d, any, u}), d.shape(),
+                 scatter_nd_ref(d, any, u, true), 1e-5);
+    const Tensor dh = cast_tensor(d, DType::BF16), uh = cast_tensor(u, DType::BF16);
+    auto h = run1("ScatterND", 13, {}, {dh, ind, uh});
+    CHECK(h.dtype() == DType::BF16);
+    check_values(h, d.shape(), scatter_nd_ref(dh, ind, uh, false));
+  }
+  CHECK(message_of([&] {
+          run_node("ScatterND", 16, {{"reduction", attr_s("mul")}},
+                   {d8, i64s({1, 1}, {0}), Tensor::from_vector<float>({1}, {1})});
+        }) ==
+        "node 'n0' (ScatterND, opset 16): reduction 'mul' is not supported (none and add "
+        "are)");
+}
+
+TEST_CASE("ReverseSequence: both layouts, trailing dims, full and zero-free lengths") {
+  // ONNX's example: time_axis 0, batch_axis 1, X [4, 4] = i + 4t... as in the spec.
+  const Tensor x =
+      Tensor::from_vector<float>({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
+  check_values(run1("ReverseSequence", 10, {}, {x, i64s({4}, {4, 3, 2, 1})}), {4, 4},
+               {3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15});
+  const Tensor xb =
+      Tensor::from_vector<float>({4, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  check_values(run1("ReverseSequence", 10, {{"time_axis", attr_i(1)}, {"batch_axis", attr_i(0)}},
+                    {xb, i64s({4}, {1, 2, 3, 4})}),
+               {4, 4}, {0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12});
+  // Random: [T=5, B=3, 2, 2] and [B=3, T=5, 2], F16 too.
+  std::mt19937 rng(31);
+  for (int64_t ta : {0, 1}) {
+    CAPTURE(ta);
+    const Shape s = ta == 0 ? Shape{5, 3, 2, 2} : Shape{3, 5, 2};
+    const Tensor xr = random_f32(s, 32);
+    std::vector<int64_t> lens(3);
+    for (auto& l : lens) l = std::uniform_int_distribution<int64_t>(1, 5)(rng);
+    std::vector<double> want(static_cast<size_t>(xr.numel()));
+    const auto st = strides_of(s);
+    for (int64_t i = 0; i < xr.numel(); ++i) {
+      auto c = unravel(i, s);
+      const int64_t t = c[ta], b = c[1 - ta];
+      if (t < lens[b]) c[ta] = lens[b] - 1 - t;
+      int64_t off = 0;
+      for (size_t dd = 0; dd < c.size(); ++dd) off += c[dd] * st[dd];
+      want[i] = xr.item_as_double(off);
+    }
+    const std::map<std::string, Attribute> a = {{"time_axis", attr_i(ta)},
+                                                {"batch_axis", attr_i(1 - ta)}};
+    check_values(run1("ReverseSequence", 10, a, {xr, i64s({3}, lens)}), s, want);
+    auto h = run1("ReverseSequence", 10, a, {cast_tensor(xr, DType::F16), i64s({3}, lens)});
+    CHECK(h.dtype() == DType::F16);
+    check_values(h, s, want, 2e-3);
+  }
+  CHECK(message_of([&] {
+          run_node("ReverseSequence", 10, {{"time_axis", attr_i(0)}, {"batch_axis", attr_i(0)}},
+                   {x, i64s({4}, {1, 1, 1, 1})});
+        }) ==
+        "node 'n0' (ReverseSequence, opset 10): time_axis 0 and batch_axis 0 must be 0 and 1 "
+        "or 1 and 0");
+}

@@ -381,3 +381,61 @@ TEST_CASE("ReverseSequence: both layouts, trailing dims, full and zero-free leng
         "node 'n0' (ReverseSequence, opset 10): time_axis 0 and batch_axis 0 must be 0 and 1 "
         "or 1 and 0");
 }
+
+TEST_CASE("GatherND, ScatterND and ReverseSequence with symbolic dims where the strides allow") {
+  // One graph: g = GatherND(data [n, 3], idx [m, 1]), s = ScatterND(data2 [4, w], idx2 [2, 1],
+  // upd [2, w]), r = ReverseSequence(x [t, b, 2], lens [b]); n, m, w, t, b symbolic except where
+  // the strides need them (GatherND's data dim 0, ScatterND's data dim 0).
+  auto sym = [](const char* p) {
+    Dim d;
+    d.param = p;
+    return d;
+  };
+  auto fixed = [](int64_t v) { return Dim{v, ""}; };
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs.push_back(ValueInfo{"data", DType::F32, std::vector<Dim>{fixed(4), sym("w")}});
+  g.inputs.push_back(ValueInfo{"idx", DType::I64, std::vector<Dim>{sym("m"), fixed(1)}});
+  g.inputs.push_back(ValueInfo{"upd", DType::F32, std::vector<Dim>{sym("m"), sym("w")}});
+  g.inputs.push_back(ValueInfo{"x", DType::F32, std::vector<Dim>{sym("t"), sym("b"), fixed(2)}});
+  g.inputs.push_back(ValueInfo{"lens", DType::I64, std::vector<Dim>{sym("b")}});
+  auto node = [](const std::string& name, const std::string& op, std::vector<std::string> in,
+                 const std::string& out) {
+    Node n;
+    n.name = name;
+    n.op_type = op;
+    n.op = op_from_name(op);
+    n.opset = op == "ReverseSequence" ? 10 : 13;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    return n;
+  };
+  g.nodes.push_back(node("gnd", "GatherND", {"data", "idx"}, "g"));
+  g.nodes.push_back(node("snd", "ScatterND", {"data", "idx", "upd"}, "s"));
+  g.nodes.push_back(node("rev", "ReverseSequence", {"x", "lens"}, "r"));
+  for (const char* o : {"g", "s", "r"})
+    g.outputs.push_back(ValueInfo{o, DType::Undefined, std::nullopt});
+  Executor ex(g);
+  const Tensor data = random_f32({4, 3}, 41), upd = random_f32({2, 3}, 42);
+  const Tensor idx = i64s({2, 1}, {-1, 1}), x = random_f32({3, 2, 2}, 43);
+  const Tensor lens = i64s({2}, {2, 3});
+  auto out = ex.run({{"data", data}, {"idx", idx}, {"upd", upd}, {"x", x}, {"lens", lens}});
+  Shape gs;
+  check_values(out.at(0), {2, 3}, gather_nd_ref(data, idx, 0, &gs));
+  check_values(out.at(1), {4, 3}, scatter_nd_ref(data, idx, upd, false));
+  std::vector<double> want(12);
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 2; ++c) {
+        const int64_t src = t < lens.data<int64_t>()[b] ? lens.data<int64_t>()[b] - 1 - t : t;
+        want[(t * 2 + b) * 2 + c] = x.item_as_double((src * 2 + b) * 2 + c);
+      }
+  check_values(out.at(2), {3, 2, 2}, want);
+  // GatherND's indexed dim symbolic: the strides are unknown.
+  g.inputs[0].shape = std::vector<Dim>{sym("n"), fixed(3)};
+  g.nodes.resize(1);
+  g.outputs.resize(1);
+  CHECK(message_of([&] { Executor bad(g); }) ==
+        "node 'gnd' (GatherND, opset 13): dim 0 of data 'data' [n, 3] must be fixed (the batch and "
+        "indexed dims set the strides)");
+}

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "fp16_fit.h"
 #include "train/trainer.h"
 
 using namespace oat;
@@ -115,14 +116,7 @@ train::Dataset sequences(int64_t n, unsigned seed) {
 
 TEST_CASE("amp LSTM: the expansion is painted FP16 by the allow list and the loss falls") {
   const Graph model = lstm_classifier();
-  train::TrainerConfig cfg;
-  cfg.batch = 32;
-  cfg.epochs = 8;
-  cfg.lr = 0.01;
-  cfg.progress = false;
-  cfg.graph.precision = DType::F16;
-  cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
-  train::Trainer t(model, cfg);
+  train::Trainer t(model, test::fp16_config(32, 8, 0.01));
   const train::TrainingGraph& tg = t.training_graph();
 
   // The LSTM node is gone from the training graph; its parts are painted as the composite.
@@ -155,13 +149,11 @@ TEST_CASE("amp LSTM: the expansion is painted FP16 by the allow list and the los
 
   const train::Dataset data = sequences(256, 9);
   const double before = t.evaluate(data).loss;
-  std::vector<double> losses;
-  t.on_step = [&](int64_t, double l) { losses.push_back(l); };
-  t.fit(data, nullptr);
+  const test::FitLosses f = test::fit_losses(t, data);
   const train::EvalResult after = t.evaluate(data);
   MESSAGE("LSTM FP16: loss " << before << " -> " << after.loss << ", accuracy " << after.accuracy
                              << ", skipped steps " << t.loss_scaler().state().skipped_steps);
-  REQUIRE(losses.size() == 64);
+  REQUIRE(f.steps.size() == 64);
   CHECK(after.loss < 0.7 * before);
   CHECK(after.accuracy > 0.6);
   CHECK(t.loss_scaler().state().skipped_steps <= 2);
@@ -169,14 +161,7 @@ TEST_CASE("amp LSTM: the expansion is painted FP16 by the allow list and the los
 
 TEST_CASE("amp LSTM: bidirectional with sequence_lens and clip trains in FP16") {
   const Graph model = lstm_classifier(true);
-  train::TrainerConfig cfg;
-  cfg.batch = 32;
-  cfg.epochs = 8;
-  cfg.lr = 0.01;
-  cfg.progress = false;
-  cfg.graph.precision = DType::F16;
-  cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
-  train::Trainer t(model, cfg);
+  train::Trainer t(model, test::fp16_config(32, 8, 0.01));
   const train::TrainingGraph& tg = t.training_graph();
   // The gates' Clip and the masking Where run in FP16; the integer mask path carries no floats.
   CHECK(tg.plan.find("lstm/d1/t2/iof_clip")->dtype == DType::F16);

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "fp16_fit.h"
 #include "train/trainer.h"
 
 using namespace oat;
@@ -127,25 +128,10 @@ TEST_CASE("einsum training: the FP16 plan paints the expansion by Einsum's allow
 TEST_CASE("einsum training: FP16 steps with loss scaling on the CPU lower the loss") {
   const Graph model = einsum_classifier();
   const train::Dataset data = teacher_data(256);
-  train::TrainerConfig cfg;
-  cfg.batch = 32;
-  cfg.epochs = 6;
-  cfg.lr = 0.02;
-  cfg.shuffle = false;
-  cfg.progress = false;
-  cfg.graph.precision = DType::F16;
-  cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
-  train::Trainer t(model, cfg);
-  std::vector<double> losses;
-  t.on_step = [&](int64_t, double loss) { losses.push_back(loss); };
-  t.fit(data, nullptr);
-  REQUIRE(losses.size() == 48);
-  auto mean = [&](size_t from, size_t n) {
-    double s = 0;
-    for (size_t i = from; i < from + n; ++i) s += losses[i];
-    return s / static_cast<double>(n);
-  };
-  const double first = mean(0, 8), last = mean(losses.size() - 8, 8);
+  train::Trainer t(model, test::fp16_config(32, 6, 0.02, /*shuffle=*/false));
+  const test::FitLosses f = test::fit_losses(t, data);
+  REQUIRE(f.steps.size() == 48);
+  const double first = f.first, last = f.last;
   CAPTURE(first);
   CAPTURE(last);
   CHECK(std::isfinite(last));

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "fp16_fit.h"
 #include "train/trainer.h"
 
 using namespace oat;
@@ -122,25 +123,10 @@ TEST_CASE("scatter training: the FP16 plan paints the expansions by the clear li
 
 TEST_CASE("scatter training: FP16 steps with loss scaling on the CPU lower the loss") {
   const train::Dataset data = teacher_data(256);
-  train::TrainerConfig cfg;
-  cfg.batch = 32;
-  cfg.epochs = 6;
-  cfg.lr = 0.05;
-  cfg.shuffle = false;
-  cfg.progress = false;
-  cfg.graph.precision = DType::F16;
-  cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
-  train::Trainer t(scatter_classifier(), cfg);
-  std::vector<double> losses;
-  t.on_step = [&](int64_t, double loss) { losses.push_back(loss); };
-  t.fit(data, nullptr);
-  REQUIRE(losses.size() == 48);
-  auto mean = [&](size_t from, size_t n) {
-    double s = 0;
-    for (size_t i = from; i < from + n; ++i) s += losses[i];
-    return s / static_cast<double>(n);
-  };
-  const double first = mean(0, 8), last = mean(losses.size() - 8, 8);
+  train::Trainer t(scatter_classifier(), test::fp16_config(32, 6, 0.05, /*shuffle=*/false));
+  const test::FitLosses f = test::fit_losses(t, data);
+  REQUIRE(f.steps.size() == 48);
+  const double first = f.first, last = f.last;
   CAPTURE(first);
   CAPTURE(last);
   CHECK(std::isfinite(last));

@@ -8,6 +8,7 @@ std::map<std::string, Expander> builtin_expanders() {
   t["Einsum"] = expand_einsum;
   t["LRN"] = expand_lrn;
   t["MeanVarianceNormalization"] = expand_mean_variance_normalization;
+  t["GroupNormalization"] = expand_group_normalization;
   t["RNN"] = expand_rnn;
   t["GRU"] = expand_gru;
   t["LSTM"] = expand_lstm;

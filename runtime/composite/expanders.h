@@ -11,6 +11,7 @@ namespace oat::composite {
 // norm.cc
 void expand_lrn(Expansion& e);
 void expand_mean_variance_normalization(Expansion& e);
+void expand_group_normalization(Expansion& e);
 
 // op type -> expander, for every composite op this build knows.
 std::map<std::string, Expander> builtin_expanders();

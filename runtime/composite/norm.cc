@@ -1,4 +1,5 @@
-// Normalisations that run as expansions (runtime/composite.h): LRN and MeanVarianceNormalization.
+// Normalisations that run as expansions (runtime/composite.h): LRN, MeanVarianceNormalization and
+// GroupNormalization (at the end of the file).
 //
 // LRN (opset 1, 13), X = (N, C, D1, ..., Dk), size required, alpha 1e-4, beta 0.75, bias 1:
 //   square_sum[n, c, d] = Σ_{i = max(0, c − ⌊(size−1)/2⌋)}^{min(C−1, c + ⌈(size−1)/2⌉)} X[n, i, d]²
@@ -119,6 +120,85 @@ void expand_mean_variance_normalization(Expansion& e) {
   const std::string centred = e.add1("Sub", {x, mean}, "centred");
   e.set_info(centred, t, shape);
   e.add_to("Div", {centred, den}, {e.output(0)}, "mvn");
+}
+
+}  // namespace oat::composite
+
+namespace oat::composite {
+
+// GroupNormalization (opset 18; opset 21 moved scale and bias to one per channel), X = (N, C, D...),
+// num_groups G required, epsilon 1e-5. With X viewed as (N, G, C/G · D1·…·Dk):
+//   mean = ReduceMean(X, 2),  var = ReduceMean((X − mean)², 2)  (two passes: no cancellation)
+//   X̂ = (X − mean) / √(var + epsilon)
+//   opset 18: Y = X̂ · scale[g] + bias[g] in the grouped view (scale, bias: [G])
+//   opset 21: Y = X̂ · scale[c] + bias[c] in X's shape     (scale, bias: [C]; stash_type, the
+//             statistics' precision, is FP32 by default and the op is deny-listed, so mixed
+//             precision computes it in FP32 anyway)
+void expand_group_normalization(Expansion& e) {
+  const Node& n = e.node();
+  if (!n.has_attr("num_groups")) e.fail("the num_groups attribute is required");
+  const int64_t groups = n.attr_int("num_groups", 0);
+  if (groups < 1) e.fail(cat("num_groups must be at least 1, got ", groups));
+  const float eps = n.attr_float("epsilon", 1e-5f);
+  const size_t rank = known_rank(e, "scale and bias broadcast over its spatial dims");
+  if (rank < 2) e.fail(cat("X must be (N, C, D...), got rank ", rank));
+  const ValueInfo* xi = e.info(e.input(0));
+  const Dim& c = (*xi->shape)[1];
+  if (c.fixed() && c.value % groups != 0)
+    e.fail(cat("the ", c.value, " channels of X do not split into ", groups, " groups"));
+  const bool per_channel = n.opset >= 21;
+  const int64_t want = per_channel ? c.value : groups;
+  for (size_t i = 1; i <= 2; ++i) {
+    const ValueInfo* vi = e.info(e.input(i));
+    const Tensor* k = e.constant(e.input(i));
+    const int64_t len = k ? k->numel()
+                          : (vi && vi->shape && vi->shape->size() == 1 && (*vi->shape)[0].fixed()
+                                 ? (*vi->shape)[0].value
+                                 : -1);
+    if (len >= 0 && want >= 0 && len != want)
+      e.fail(cat(i == 1 ? "scale" : "bias", " has ", len, " elements, expected ", want, " (one per ",
+                 per_channel ? "channel, opset 21" : "group, opset 18", ")"));
+  }
+  const DType t = data_type(e);
+  const std::string& x = e.input(0);
+  auto info = [&](const std::string& v) {
+    e.set_info(v, t);
+    return v;
+  };
+  const std::string grouped =
+      info(e.add1("Reshape", {x, e.ints({0, groups, -1}, "grouped_shape")}, "grouped"));
+  auto mean_of = [&](const std::string& v, const std::string& tag) {
+    return info(e.add1("ReduceMean", {v}, tag,
+                       {{"axes", Expansion::ints_attr({2})}, {"keepdims", Expansion::int_attr(1)}}));
+  };
+  const std::string mean = mean_of(grouped, "mean");
+  const std::string centred = info(e.add1("Sub", {grouped, mean}, "centred"));
+  const std::string sq = info(e.add1("Mul", {centred, centred}, "square"));
+  const std::string var = mean_of(sq, "variance");
+  const std::string var_eps = info(e.add1("Add", {var, scalar(e, eps, "epsilon")}, "variance_eps"));
+  const std::string sd = info(e.add1("Sqrt", {var_eps}, "std"));
+  const std::string normed = info(e.add1("Div", {centred, sd}, "normalized"));
+  const std::string x_shape = e.add1("Shape", {x}, "x_shape");
+  e.set_info(x_shape, DType::I64);
+  if (!per_channel) {
+    // scale, bias [G] -> [G, 1] against the grouped view (N, G, L).
+    const std::string g1 = e.ints({groups, 1}, "group_column");
+    const std::string s = info(e.add1("Reshape", {e.input(1), g1}, "scale_column"));
+    const std::string b = info(e.add1("Reshape", {e.input(2), g1}, "bias_column"));
+    const std::string scaled = info(e.add1("Mul", {normed, s}, "scaled"));
+    const std::string shifted = info(e.add1("Add", {scaled, b}, "shifted"));
+    e.add_to("Reshape", {shifted, x_shape}, {e.output(0)}, "group_norm");
+    return;
+  }
+  // scale, bias [C] -> [C, 1, ..., 1] against X's shape.
+  std::vector<int64_t> column(rank - 1, 1);
+  column[0] = -1;
+  const std::string cshape = e.ints(column, "channel_column");
+  const std::string back = info(e.add1("Reshape", {normed, x_shape}, "normalized_x"));
+  const std::string s = info(e.add1("Reshape", {e.input(1), cshape}, "scale_column"));
+  const std::string b = info(e.add1("Reshape", {e.input(2), cshape}, "bias_column"));
+  const std::string scaled = info(e.add1("Mul", {back, s}, "scaled"));
+  e.add_to("Add", {scaled, b}, {e.output(0)}, "group_norm");
 }
 
 }  // namespace oat::composite

@@ -265,6 +265,10 @@ const std::vector<Case>& cases() {
     v.push_back({"LRN", 13, {{"size", attr_i(5)}, {"alpha", attr_f(0.3f)}}, {flt({2, 7, 3, 4})}});
     v.push_back({"LRN", 13, {{"size", attr_i(4)}, {"beta", attr_f(0.5f)}}, {flt({2, 6, 5})}});
     v.push_back({"MeanVarianceNormalization", 13, {}, {flt({2, 3, 4, 5})}});
+    v.push_back({"GroupNormalization", 18, {{"num_groups", attr_i(2)}},
+                 {flt({2, 6, 3, 4}), flt({2}), flt({2})}});
+    v.push_back({"GroupNormalization", 21, {{"num_groups", attr_i(3)}},
+                 {flt({2, 6, 5}), flt({6}), flt({6})}});
     v.push_back({"MeanVarianceNormalization", 13, {{"axes", attr_ints({1, 2})}}, {flt({2, 3, 4})}});
     // The index-driven composites (indexing.cc): int64 index arithmetic, then Gather,
     // GatherElements and the scatter-adds GatherGrad / GatherElementsGrad.

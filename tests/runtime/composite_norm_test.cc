@@ -149,3 +149,79 @@ TEST_CASE("LRN and MeanVarianceNormalization errors name the node") {
           run_node("MeanVarianceNormalization", 13, {{"axes", attr_ints({3})}}, {x});
         }) == "node 'n0' (MeanVarianceNormalization, opset 13): axis 3 is out of range for X of rank 3");
 }
+
+namespace {
+
+// Per (n, group): mean and variance over the group's channels and spatial positions, then
+// scale/bias per group (opset 18) or per channel (opset 21).
+std::vector<double> group_norm_reference(const Tensor& x, int64_t groups, const Tensor& scale,
+                                         const Tensor& bias, bool per_channel, double eps) {
+  const int64_t n = x.dim(0), c = x.dim(1), inner = x.numel() / (n * c), cg = c / groups;
+  std::vector<double> y(static_cast<size_t>(x.numel()));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t base = (b * c + g * cg) * inner, len = cg * inner;
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < len; ++i) m += x.item_as_double(base + i);
+      m /= static_cast<double>(len);
+      for (int64_t i = 0; i < len; ++i) v += std::pow(x.item_as_double(base + i) - m, 2);
+      v /= static_cast<double>(len);
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t k = per_channel ? g * cg + i / inner : g;
+        y[base + i] = (x.item_as_double(base + i) - m) / std::sqrt(v + eps) *
+                          scale.item_as_double(k) + bias.item_as_double(k);
+      }
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("GroupNormalization matches its definition: per-group (18) and per-channel (21) affine") {
+  const Tensor x = random_f64({2, 6, 3, 4}, 31, -2.0, 3.0);
+  for (int64_t groups : {1, 2, 3, 6}) {
+    CAPTURE(groups);
+    const Tensor s18 = random_f64({groups}, 32), b18 = random_f64({groups}, 33);
+    check_close(run_node("GroupNormalization", 18,
+                         {{"num_groups", attr_i(groups)}, {"epsilon", attr_f(1e-3f)}},
+                         {x, s18, b18})[0],
+                group_norm_reference(x, groups, s18, b18, false, double(1e-3f)), 1e-10);
+    const Tensor s21 = random_f64({6}, 34), b21 = random_f64({6}, 35);
+    check_close(run_node("GroupNormalization", 21, {{"num_groups", attr_i(groups)}},
+                         {x, s21, b21})[0],
+                group_norm_reference(x, groups, s21, b21, true, double(1e-5f)), 1e-10);
+  }
+  const Tensor x3 = random_f64({3, 4, 5}, 36);  // rank 3, float32
+  const Tensor s = random_f64({2}, 37), b = random_f64({2}, 38);
+  auto y = run_node("GroupNormalization", 18, {{"num_groups", attr_i(2)}},
+                    {cast_tensor(x3, DType::F32), cast_tensor(s, DType::F32),
+                     cast_tensor(b, DType::F32)})[0];
+  CHECK(y.dtype() == DType::F32);
+  check_close(y, group_norm_reference(x3, 2, s, b, false, double(1e-5f)), 1e-5);
+}
+
+TEST_CASE("GroupNormalization errors name the node and what does not fit") {
+  const Tensor x = random_f64({2, 6, 3}, 5), s = random_f64({2}, 6), b = random_f64({2}, 7);
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([&] { run_node("GroupNormalization", 18, {}, {x, s, b}); }) ==
+        "node 'n0' (GroupNormalization, opset 18): the num_groups attribute is required");
+  CHECK(message([&] {
+          run_node("GroupNormalization", 18, {{"num_groups", attr_i(4)}}, {x, s, b});
+        }) == "node 'n0' (GroupNormalization, opset 18): the 6 channels of X do not split into 4 "
+              "groups");
+  CHECK(message([&] {
+          run_node("GroupNormalization", 18, {{"num_groups", attr_i(3)}}, {x, s, b});
+        }) == "node 'n0' (GroupNormalization, opset 18): scale has 2 elements, expected 3 (one per "
+              "group, opset 18)");
+  CHECK(message([&] {
+          run_node("GroupNormalization", 21, {{"num_groups", attr_i(2)}}, {x, s, b});
+        }) == "node 'n0' (GroupNormalization, opset 21): scale has 2 elements, expected 6 (one per "
+              "channel, opset 21)");
+}

@@ -275,7 +275,7 @@ TEST_CASE("BatchNormalization gradient: a gradient into the running statistics i
                        Error);
 }
 
-TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansions)") {
+TEST_CASE("gradients: LRN, MeanVarianceNormalization and GroupNormalization (their expansions)") {
   auto c = [](const std::string& op, Shape s, std::map<std::string, Attribute> attrs) {
     oat::test::GradCheckCase g;
     g.op = op;
@@ -296,6 +296,14 @@ TEST_CASE("gradients: LRN and MeanVarianceNormalization (through their expansion
     oat::test::check_gradients(
         c("LRN", {2, 5, 3, 2}, {{"size", i1(size)}, {"alpha", f1(0.3f)}, {"bias", f1(1.2f)}}));
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4}, {}));
+  for (int64_t opset : {18, 21}) {  // scale and bias per group, then per channel
+    oat::test::GradCheckCase g = c("GroupNormalization", {2, 4, 3}, {{"num_groups", i1(2)}});
+    g.opset = opset;
+    const int64_t k = opset == 18 ? 2 : 4;
+    g.inputs.push_back(in({k}));
+    g.inputs.push_back(in({k}));
+    oat::test::check_gradients(g);
+  }
   oat::test::check_gradients(c("MeanVarianceNormalization", {2, 3, 2, 4},
                                {{"axes", train::GradientContext::attr_ints({1, 3})}}));
 }

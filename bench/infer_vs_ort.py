@@ -37,7 +37,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = ["resnet18_224", "transformer_encoder_bench"]
+CASES = ["resnet18_224", "transformer_encoder_bench", "lstm_bench"]
 
 
 def run_ours(binary, model, x_path, out_dir, threads, repeat):

@@ -92,6 +92,10 @@ CASES = {
                              export_batch=8, ref_batch=8, batch_agnostic=True),
         "transformer_encoder_bench": dict(TRANSFORMER_BENCH, export_batch=8, ref_batch=8,
                                           batch_agnostic=False),
+        # A composite op at bench size: a 2-layer bidirectional LSTM, hidden 256, 64 steps,
+        # unrolled by our runtime, ONNX Runtime's fused LSTM kernel on the other side.
+        "lstm_bench": dict(RECURRENT, input=128, hidden=256, shape=(64, 128), cell="LSTM",
+                           layers=2, bidirectional=True, export_batch=8, ref_batch=8),
     },
 }
 DEFAULTS = dict(opset=13, export_batch=1, ref_batch=3, seed=0)

@@ -27,14 +27,17 @@ OpLists OpLists::defaults() {
   // are here for Exp's reason (their results leave FP16's range: cosh x > 65504 once |x| > 11.8,
   // tan x near ±π/2), Atanh for Log's (a pole: FP16 rounds 1 − 2⁻¹² to 1, giving ±inf). Resize
   // and Upsample as in onnxconverter-common's block list (ONNX Runtime's CPU provider has no
-  // float16 Resize). LRN and MeanVarianceNormalization are normalisations (a Pow, a variance).
+  // float16 Resize). GridSample for the same reason (it interpolates as Resize; ONNX Runtime's CPU
+  // GridSample has float and double kernels only), and its unnormalised coordinates need more
+  // than FP16's 11 bits (spacing 0.25 from 512 on). LRN and MeanVarianceNormalization are
+  // normalisations (a Pow, a variance).
   l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Tan", "Sinh",
             "Cosh", "Atanh",
             "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum", "ReduceMean",
             "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
             "ReduceLogSumExp", "ReduceSumSquare", "CumSum", "LayerNormalization",
             "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
-            "Resize", "Upsample", "LRN", "MeanVarianceNormalization"};
+            "Resize", "Upsample", "GridSample", "LRN", "MeanVarianceNormalization"};
   // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table: Mean
   // (as Sum), Shrink (piecewise linear, as Clip), and the inverse functions whose results stay
   // small: Asin, Acos, Atan (bounded), Asinh, Acosh (logarithmic growth) -- sensitive only near

@@ -19,6 +19,7 @@ std::map<std::string, Expander> builtin_expanders() {
   t["Scatter"] = expand_scatter_elements;
   t["ScatterND"] = expand_scatter_nd;
   t["ReverseSequence"] = expand_reverse_sequence;
+  t["GridSample"] = expand_grid_sample;
   return t;
 }
 

@@ -31,5 +31,8 @@ void expand_gather_nd(Expansion& e);
 void expand_scatter_elements(Expansion& e);  // also the deprecated Scatter
 void expand_scatter_nd(Expansion& e);
 void expand_reverse_sequence(Expansion& e);
+// GridSample (opsets 16, 20; 4-D) as coordinate arithmetic, GatherElements and weighted sums
+// (grid_sample.cc).
+void expand_grid_sample(Expansion& e);
 
 }  // namespace oat::composite

@@ -82,6 +82,7 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                          "Atanh",
                          "Resize",
                          "Upsample",
+                         "GridSample",
                          "LRN",
                          "MeanVarianceNormalization"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);

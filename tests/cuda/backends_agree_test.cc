@@ -270,6 +270,22 @@ const std::vector<Case>& cases() {
     v.push_back({"GroupNormalization", 21, {{"num_groups", attr_i(3)}},
                  {flt({2, 6, 5}), flt({6}), flt({6})}});
     v.push_back({"MeanVarianceNormalization", 13, {{"axes", attr_ints({1, 2})}}, {flt({2, 3, 4})}});
+    // GridSample (grid_sample.cc): coordinates in F32 on the device, flat indices cast to int64
+    // there and read with GatherElements (device-produced indices). Grid values in [-1.3, 1.3]
+    // (some points outside the image), every mode × padding_mode × align_corners.
+    {
+      std::vector<float> g(2 * 4 * 3 * 2);
+      for (size_t i = 0; i < g.size(); ++i)
+        g[i] = -1.3f + 2.6f * static_cast<float>((i * 37 + 11) % 53) / 52.f;
+      for (const char* mode : {"bilinear", "nearest", "bicubic"})
+        for (const char* pad : {"zeros", "border", "reflection"})
+          for (int64_t align : {0, 1})
+            v.push_back({"GridSample", 16,
+                         {{"mode", attr_s(mode)},
+                          {"padding_mode", attr_s(pad)},
+                          {"align_corners", attr_i(align)}},
+                         {flt({2, 3, 5, 6}), vals({2, 4, 3, 2}, g)}});
+    }
     // The index-driven composites (indexing.cc): int64 index arithmetic, then Gather,
     // GatherElements and the scatter-adds GatherGrad / GatherElementsGrad.
     v.push_back({"OneHot", 11, {}, {ints({1, -1, 7, 0}, {2, 2}), ints({5}, {}), flt({2})}});

@@ -227,3 +227,44 @@ TEST_CASE("GridSample errors name the node") {
   m = message({}, {random_f64({2, 2, 2}, 10, -1, 1), grid});
   CHECK(m.find("must be 4-D") != std::string::npos);
 }
+
+TEST_CASE("GridSample with symbolic N, H, W, Ho, Wo; an unknown rank fails naming X") {
+  Graph g;
+  g.opsets[""] = 16;
+  Node n;
+  n.name = "gs";
+  n.op_type = "GridSample";
+  n.op = op_from_name("GridSample");
+  n.opset = 16;
+  n.attrs = {{"mode", attr_s("bicubic")}, {"padding_mode", attr_s("reflection")}};
+  n.inputs = {"X", "grid"};
+  n.outputs = {"Y"};
+  g.nodes.push_back(n);
+  g.inputs.push_back(
+      ValueInfo{"X", DType::F32, std::vector<Dim>{{-1, "N"}, {2, ""}, {-1, "H"}, {-1, "W"}}});
+  g.inputs.push_back(ValueInfo{
+      "grid", DType::F32, std::vector<Dim>{{-1, "N"}, {-1, "Ho"}, {-1, "Wo"}, {2, ""}}});
+  g.outputs.push_back(ValueInfo{"Y", DType::Undefined, std::nullopt});
+  Executor ex(g);
+  const Ref r{"bicubic", "reflection", false};
+  for (unsigned seed : {11u, 12u}) {  // two sets of sizes through one executor
+    const Tensor x = random_f64(seed == 11 ? Shape{1, 2, 3, 6} : Shape{2, 2, 5, 4}, seed, -1, 1);
+    const Tensor grid =
+        random_f64(seed == 11 ? Shape{1, 2, 3, 2} : Shape{2, 4, 1, 2}, seed + 10, -1.5, 1.5);
+    const Tensor y = ex.run({{"X", cast_tensor(x, DType::F32)}, {"grid", cast_tensor(grid, DType::F32)}})
+                         .at(0);
+    CHECK(y.shape() == Shape{x.dim(0), 2, grid.dim(1), grid.dim(2)});
+    CHECK(worst_error(y, r.run(cast_tensor(cast_tensor(x, DType::F32), DType::F64),
+                               cast_tensor(cast_tensor(grid, DType::F32), DType::F64))) <= 2e-5);
+  }
+  g.inputs[0].shape = std::nullopt;
+  std::string m;
+  try {
+    Executor bad(g);
+    bad.run({{"X", Tensor(DType::F32, Shape{1, 1, 2, 2})}, {"grid", Tensor(DType::F32, Shape{1, 1, 1, 2})}});
+  } catch (const std::exception& e) {
+    m = e.what();
+  }
+  CHECK(m.find("gs") != std::string::npos);
+  CHECK(m.find("the rank of X 'X' must be known") != std::string::npos);
+}

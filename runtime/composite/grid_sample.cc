@@ -3,16 +3,17 @@
 // Attributes: mode bilinear (opset 20: linear, default) | nearest | bicubic (opset 20: cubic),
 // padding_mode zeros (default) | border | reflection, align_corners 0 (default) | 1.
 // The semantics are those of ONNX's reference implementation (onnx/reference/ops/op_grid_sample.py),
-// which the ONNX backend test data follow. ONNX Runtime 1.31 agrees (to 7e-7 in F32) in every
-// case but bicubic with border padding: there it, like PyTorch, leaves the coordinate unclamped
-// and clamps only the taps, where the reference first clamps an out-of-bounds coordinate.
+// which the ONNX backend test data follow, except bicubic with border padding: there we do what
+// PyTorch (whose grid_sample such models come from) and ONNX Runtime 1.31 do, leave the
+// coordinate unclamped and clamp only the taps; the reference first clamps an out-of-bounds
+// coordinate (no ONNX test case covers the combination). ONNX Runtime agrees to 7e-7 in F32.
 //
 // Per axis (x with size s = W, y with s = H), in F64 for an F64 grid, else in F32 (a half grid is
 // cast: FP16 and BF16 hold too few integers exactly for pixel indices):
 //   unnormalise:  align_corners 1: c = (g + 1)/2 · (s − 1);   0: c = ((g + 1)·s − 1)/2
 //   nearest:      c = Round(c)                 (half to even, as the reference's np.rint)
 //   borders:      [lo, hi] = [0, s − 1] (align_corners 1), [−0.5, s − 0.5] (0)
-//   border:       c = clamp(c, 0, s − 1)       (bicubic: only where c ∉ [lo, hi], as the reference)
+//   border:       c = clamp(c, 0, s − 1)       (bicubic: not clamped; its taps are, below)
 //   reflection:   c = reflect(c), then (bilinear, nearest) clamp(c, 0, s − 1), where
 //                 reflect(c) = f even ? lo + e : hi − e,  d = |c − lo|, f = ⌊d / r⌋, e = d − f·r,
 //                 r = hi − lo (1 when hi = lo: size 1 with align_corners 1, then clamped to 0),
@@ -192,14 +193,8 @@ void expand_grid_sample(Expansion& e) {
               t + "_coord");
     if (mode == "nearest") c = g.f("Round", {c}, t + "_rounded");
     if (pad == "border") {
-      if (mode == "bicubic" && !align) {
-        const std::string below = g.op("Less", {c, lo_v}, t + "_below", DType::Bool);
-        const std::string above = g.op("Greater", {c, hi_of(a)}, t + "_above", DType::Bool);
-        const std::string out = g.op("Or", {below, above}, t + "_outside", DType::Bool);
-        c = g.f("Where", {out, clamp(c, a, t + "_clamped"), c}, t + "_border");
-      } else {
-        c = clamp(c, a, t + "_border");
-      }
+      // Bicubic: the coordinate stays unclamped and each tap is clamped (PyTorch, ONNX Runtime).
+      if (mode != "bicubic") c = clamp(c, a, t + "_border");
     } else if (pad == "reflection") {
       c = reflect(c, a, t + "_reflected");
       if (mode != "bicubic") c = clamp(c, a, t + "_reflect_clamped");

@@ -1,6 +1,7 @@
 // GridSample, which runs as an expansion (runtime/composite/grid_sample.cc): against a direct
-// double-precision transcription of ONNX's reference implementation (op_grid_sample.py) for
-// every mode × padding_mode × align_corners, grid points inside and outside [-1, 1], F64, F32
+// double-precision transcription of ONNX's reference implementation (op_grid_sample.py; bicubic +
+// border clamps the taps, not the coordinate, as PyTorch and ONNX Runtime) for every mode ×
+// padding_mode × align_corners, grid points inside and outside [-1, 1], F64, F32
 // and F16, and the errors (which name the node).
 #include <doctest/doctest.h>
 
@@ -83,7 +84,8 @@ struct Ref {
             if (mode == "nearest") v[0] = std::nearbyint(v[0]), v[1] = std::nearbyint(v[1]);
             for (int i = 0; i < 2; ++i)
               if (v[i] < lo() || v[i] > hi(dims[i])) {
-                if (pad == "border") v[i] = std::clamp(v[i], 0.0, dims[i] - 1.0);
+                // Bicubic + border: taps clamped by pixel(), the coordinate left (PyTorch, ORT).
+                if (pad == "border" && mode != "bicubic") v[i] = std::clamp(v[i], 0.0, dims[i] - 1.0);
                 if (pad == "reflection") v[i] = reflect(v[i], lo(), hi(dims[i]));
               }
             double out = 0;

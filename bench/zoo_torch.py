@@ -20,7 +20,22 @@ SHAPES = {
     "resnet18": ((3, 224, 224), 1000),
     "resnet18-cifar": ((3, 32, 32), 10),
     "transformer": ((28, 28), 10),
+    "lstm": ((28, 28), 10),
 }
+
+
+class Lstm(nn.Module):
+    """models::lstm: nn.LSTM(batch_first) -> the last step's output -> fc. The zoo's defaults read
+    a 28x28 image as 28 steps of 28 values."""
+
+    def __init__(self, d_in=28, hidden=128, layers=2, num_classes=10):
+        super().__init__()
+        self.lstm = nn.LSTM(d_in, hidden, num_layers=layers, batch_first=True)
+        self.fc = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        h, _ = self.lstm(x)
+        return self.fc(h[:, -1])
 
 
 class Transformer(nn.Module):
@@ -58,6 +73,8 @@ def zoo_model(name):
         return torchvision.models.resnet18(num_classes=SHAPES[name][1])
     if name == "transformer":
         return Transformer()
+    if name == "lstm":
+        return Lstm()
     raise SystemExit(f"no PyTorch twin for zoo model '{name}' (known: {', '.join(SHAPES)})")
 
 

@@ -23,6 +23,15 @@ class ZooBuilder {
     v.shape = std::move(dims);
     g_.inputs.push_back(v);
   }
+  // What shape inference would say of an intermediate value (an in-memory graph has not been
+  // through it; composite ops such as LSTM read their input's type and sequence length there).
+  void value_info(const std::string& name, std::vector<Dim> dims) {
+    ValueInfo v;
+    v.name = name;
+    v.dtype = DType::F32;
+    v.shape = std::move(dims);
+    g_.value_info[name] = v;
+  }
   void output(const std::string& name, std::vector<Dim> dims) {
     ValueInfo v;
     v.name = name;
@@ -360,8 +369,61 @@ Graph transformer(uint64_t seed, const TransformerOptions& o) {
   return g;
 }
 
+// PyTorch's LSTM parameter (gates i, f, g, o stacked on axis 0) in ONNX's gate order i, o, f, c.
+std::string onnx_gate_order(ZooBuilder& b, const std::string& name, const std::string& p) {
+  const auto g = b.node_n("Split", name + "_gates", {p},
+                          {name + "_i", name + "_f", name + "_g", name + "_o"},
+                          {{"axis", ZooBuilder::ints_attr(0)}});
+  return b.node("Concat", name + "_iofc", {g[0], g[3], g[1], g[2]},
+                {{"axis", ZooBuilder::ints_attr(0)}});
+}
+
+Graph lstm(uint64_t seed, const LstmOptions& o) {
+  if (o.seq_len < 1 || o.d_in < 1 || o.hidden < 1 || o.layers < 1 || o.num_classes < 1)
+    throw Error(cat("lstm: every size must be positive (seq_len ", o.seq_len, ", d_in ", o.d_in,
+                    ", hidden ", o.hidden, ", layers ", o.layers, ", num_classes ", o.num_classes,
+                    ")"));
+  ZooBuilder b(seed);
+  Dim batch;
+  batch.param = "batch";
+  b.input("input", {batch, Dim{o.seq_len, ""}, Dim{o.d_in, ""}});
+  // [N, S, d_in] -> ONNX's time-major [S, N, d_in].
+  std::string x = b.node("Transpose", "time_major", {"input"}, {{"perm", ZooBuilder::ints({1, 0, 2})}});
+  b.value_info(x, {Dim{o.seq_len, ""}, batch, Dim{o.d_in, ""}});
+  const std::string axis0 = b.int64s("axis0", {0}), axis1 = b.int64s("axis1", {1});
+  std::string h_last;
+  for (int64_t l = 0; l < o.layers; ++l) {
+    const std::string p = "lstm.";
+    const std::string k = cat("_l", l);
+    const int64_t in = l == 0 ? o.d_in : o.hidden;
+    const std::string w_ih = b.uniform_param(p + "weight_ih" + k, {4 * o.hidden, in}, o.hidden);
+    const std::string w_hh = b.uniform_param(p + "weight_hh" + k, {4 * o.hidden, o.hidden}, o.hidden);
+    const std::string b_ih = b.uniform_param(p + "bias_ih" + k, {4 * o.hidden}, o.hidden);
+    const std::string b_hh = b.uniform_param(p + "bias_hh" + k, {4 * o.hidden}, o.hidden);
+    const std::string n = cat("lstm", k);
+    const std::string W = b.node("Unsqueeze", n + "_W", {onnx_gate_order(b, n + "_w_ih", w_ih), axis0});
+    const std::string R = b.node("Unsqueeze", n + "_R", {onnx_gate_order(b, n + "_w_hh", w_hh), axis0});
+    const std::string bias = b.node("Concat", n + "_b",
+                                    {onnx_gate_order(b, n + "_b_ih", b_ih),
+                                     onnx_gate_order(b, n + "_b_hh", b_hh)},
+                                    {{"axis", ZooBuilder::ints_attr(0)}});
+    const std::string B = b.node("Unsqueeze", n + "_B", {bias, axis0});
+    const auto out = b.node_n("LSTM", n, {x, W, R, B}, {n + "_Y", n + "_Y_h"},
+                              {{"hidden_size", ZooBuilder::ints_attr(o.hidden)}});
+    x = b.node("Squeeze", n + "_steps", {out[0], axis1});  // [S, 1, N, H] -> [S, N, H]
+    b.value_info(x, {Dim{o.seq_len, ""}, batch, Dim{o.hidden, ""}});
+    h_last = out[1];                                       // [1, N, H]: the last step's state
+  }
+  const std::string h = b.node("Squeeze", "last_step", {h_last, axis0});
+  b.linear("fc", h, o.hidden, o.num_classes, "logits");
+  b.output("logits", logits_dims(o.num_classes));
+  Graph g = b.take();
+  g.name = "lstm";
+  return g;
+}
+
 std::vector<std::string> zoo_names() {
-  return {"mlp", "lenet5", "resnet18", "resnet18-cifar", "transformer"};
+  return {"mlp", "lenet5", "resnet18", "resnet18-cifar", "transformer", "lstm"};
 }
 
 Graph zoo_model(const std::string& name, uint64_t seed) {
@@ -375,6 +437,7 @@ Graph zoo_model(const std::string& name, uint64_t seed) {
     return resnet18(seed, o);
   }
   if (name == "transformer") return transformer(seed, TransformerOptions{});
+  if (name == "lstm") return lstm(seed, LstmOptions{});
   std::string all;
   for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;
   throw Error(cat("unknown zoo model '", name, "' (known: ", all, ")"));

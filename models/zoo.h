@@ -60,8 +60,28 @@ struct TransformerOptions {
 };
 Graph transformer(uint64_t seed = 0, const TransformerOptions& options = {});
 
+// An LSTM classifier of sequences, the PyTorch module
+//   h, _ = nn.LSTM(d_in, hidden, num_layers=layers, batch_first=True)(x);  logits = fc(h[:, -1])
+// as one ONNX LSTM node per layer (a composite op: run unrolled, runtime/composite/rnn.cc) fed
+// from the module's own parameters, by their state_dict names (lstm.weight_ih_l0 [4·hidden, d_in],
+// lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0, ..., fc.weight, fc.bias) in PyTorch's
+// gate order i, f, g, o: the graph reorders them into ONNX's i, o, f, c (Split + Concat), so
+// training updates PyTorch's layout and a state_dict loads by name. PyTorch's initialisation:
+// U(−1/√hidden, 1/√hidden) for every LSTM parameter, nn.Linear's default for fc. The defaults
+// read a 28×28 image as 28 steps of 28 values. Input "input" [batch, seq_len, d_in], output
+// "logits" [batch, num_classes].
+struct LstmOptions {
+  int64_t seq_len = 28;
+  int64_t d_in = 28;
+  int64_t hidden = 128;
+  int64_t layers = 2;
+  int64_t num_classes = 10;
+};
+Graph lstm(uint64_t seed = 0, const LstmOptions& options = {});
+
 // The names `zoo_model` accepts: mlp, lenet5, resnet18 (3×224×224, 1000 classes),
-// resnet18-cifar (3×32×32, 10 classes), transformer (28×28 as 28 tokens, 10 classes).
+// resnet18-cifar (3×32×32, 10 classes), transformer (28×28 as 28 tokens, 10 classes), lstm
+// (28×28 as 28 steps, 10 classes).
 std::vector<std::string> zoo_names();
 // The model by name; throws Error listing the names for an unknown one.
 Graph zoo_model(const std::string& name, uint64_t seed = 0);

@@ -32,13 +32,6 @@ Node einsum_node(const std::string& name, const std::string& eq, std::vector<std
   return n;
 }
 
-Tensor random_f32(Shape s, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  Tensor t(DType::F32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
 // x [batch, 3, 6] → h = einsum("bsi,hi->bsh", x, W1) → z = einsum("bsh,ch->bc", h, W2) + b
 Graph einsum_classifier() {
   std::mt19937 rng(3);
@@ -52,8 +45,8 @@ Graph einsum_classifier() {
   x.dtype = DType::F32;
   x.shape = std::vector<Dim>{batch, Dim{kSeq, ""}, Dim{kIn, ""}};
   g.inputs.push_back(x);
-  g.initializers["W1"] = random_f32({kHidden, kIn}, 0.4f, rng);
-  g.initializers["W2"] = random_f32({kClasses, kHidden}, 0.4f, rng);
+  g.initializers["W1"] = test::random_f32({kHidden, kIn}, 0.4f, rng);
+  g.initializers["W2"] = test::random_f32({kClasses, kHidden}, 0.4f, rng);
   g.initializers["b"] = Tensor::zeros(DType::F32, {kClasses});
   g.nodes.push_back(einsum_node("proj", "bsi,hi->bsh", {"x", "W1"}, "h"));
   g.nodes.push_back(einsum_node("head", "bsh,ch->bc", {"h", "W2"}, "z"));
@@ -73,25 +66,6 @@ Graph einsum_classifier() {
   return g;
 }
 
-// Labels from a linear teacher on Σ_s x[s]: learnable by the model.
-train::Dataset teacher_data(int64_t n) {
-  std::mt19937 rng(11);
-  const Tensor t = random_f32({kClasses, kIn}, 1.0f, rng);
-  train::Dataset d{random_f32({n, kSeq, kIn}, 1.0f, rng), Tensor(DType::I64, {n})};
-  for (int64_t b = 0; b < n; ++b) {
-    int64_t best = 0;
-    double best_v = -1e30;
-    for (int64_t c = 0; c < kClasses; ++c) {
-      double v = 0;
-      for (int64_t s = 0; s < kSeq; ++s)
-        for (int64_t i = 0; i < kIn; ++i)
-          v += d.inputs.data<float>()[(b * kSeq + s) * kIn + i] * t.data<float>()[c * kIn + i];
-      if (v > best_v) best_v = v, best = c;
-    }
-    d.targets.data<int64_t>()[b] = best;
-  }
-  return d;
-}
 
 }  // namespace
 
@@ -127,7 +101,7 @@ TEST_CASE("einsum training: the FP16 plan paints the expansion by Einsum's allow
 
 TEST_CASE("einsum training: FP16 steps with loss scaling on the CPU lower the loss") {
   const Graph model = einsum_classifier();
-  const train::Dataset data = teacher_data(256);
+  const train::Dataset data = test::teacher_data(256, {kSeq, kIn}, kClasses);
   train::Trainer t(model, test::fp16_config(32, 6, 0.02, /*shuffle=*/false));
   const test::FitLosses f = test::fit_losses(t, data);
   REQUIRE(f.steps.size() == 48);

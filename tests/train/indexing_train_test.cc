@@ -16,13 +16,6 @@ namespace {
 
 constexpr int64_t kIn = 6, kClasses = 4;
 
-Tensor random_f32(Shape s, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  Tensor t(DType::F32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
 Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
           const std::string& out, int64_t opset, std::map<std::string, Attribute> attrs = {}) {
   Node n;
@@ -54,9 +47,9 @@ Graph scatter_classifier() {
   Dim batch;
   batch.param = "batch";
   g.inputs.push_back(info("x", {batch, Dim{kIn, ""}}));
-  g.initializers["W0"] = random_f32({kIn, kClasses}, 0.3f, rng);
-  g.initializers["U"] = random_f32({2, kClasses}, 0.3f, rng);
-  g.initializers["U2"] = random_f32({1, kClasses}, 0.3f, rng);
+  g.initializers["W0"] = test::random_f32({kIn, kClasses}, 0.3f, rng);
+  g.initializers["U"] = test::random_f32({2, kClasses}, 0.3f, rng);
+  g.initializers["U2"] = test::random_f32({1, kClasses}, 0.3f, rng);
   g.initializers["b"] = Tensor::zeros(DType::F32, {kClasses});
   g.initializers["rows"] = Tensor::from_vector<int64_t>({2, 1}, {1, 4});
   g.initializers["cols"] = Tensor::from_vector<int64_t>({1, kClasses}, {0, 2, 5, 3});
@@ -74,23 +67,6 @@ Graph scatter_classifier() {
   return g;
 }
 
-train::Dataset teacher_data(int64_t n) {
-  std::mt19937 rng(11);
-  const Tensor t = random_f32({kClasses, kIn}, 1.0f, rng);
-  train::Dataset d{random_f32({n, kIn}, 1.0f, rng), Tensor(DType::I64, {n})};
-  for (int64_t b = 0; b < n; ++b) {
-    int64_t best = 0;
-    double best_v = -1e30;
-    for (int64_t c = 0; c < kClasses; ++c) {
-      double v = 0;
-      for (int64_t i = 0; i < kIn; ++i)
-        v += d.inputs.data<float>()[b * kIn + i] * t.data<float>()[c * kIn + i];
-      if (v > best_v) best_v = v, best = c;
-    }
-    d.targets.data<int64_t>()[b] = best;
-  }
-  return d;
-}
 
 }  // namespace
 
@@ -122,7 +98,7 @@ TEST_CASE("scatter training: the FP16 plan paints the expansions by the clear li
 }
 
 TEST_CASE("scatter training: FP16 steps with loss scaling on the CPU lower the loss") {
-  const train::Dataset data = teacher_data(256);
+  const train::Dataset data = test::teacher_data(256, {kIn}, kClasses);
   train::Trainer t(scatter_classifier(), test::fp16_config(32, 6, 0.05, /*shuffle=*/false));
   const test::FitLosses f = test::fit_losses(t, data);
   REQUIRE(f.steps.size() == 48);

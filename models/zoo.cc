@@ -168,24 +168,9 @@ class ZooBuilder {
     return node("MaxPool", name, {x}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
   }
 
-  static Attribute ints(std::vector<int64_t> v) {
-    Attribute a;
-    a.kind = Attribute::Kind::Ints;
-    a.ints = std::move(v);
-    return a;
-  }
-  static Attribute float_attr(float v) {
-    Attribute a;
-    a.kind = Attribute::Kind::Float;
-    a.f = v;
-    return a;
-  }
-  static Attribute ints_attr(int64_t v) {
-    Attribute a;
-    a.kind = Attribute::Kind::Int;
-    a.i = v;
-    return a;
-  }
+  static Attribute ints(std::vector<int64_t> v) { return ints_attribute(std::move(v)); }
+  static Attribute float_attr(float v) { return float_attribute(v); }
+  static Attribute ints_attr(int64_t v) { return int_attribute(v); }
 
   Graph take() { return std::move(g_); }
 

@@ -127,34 +127,6 @@ void Expansion::unsupported(const std::string& what, const std::string& key) con
   throw Unsupported(cat(n_.describe(), ": ", what), cat(n_.op_type, "(", key, ")"));
 }
 
-Attribute Expansion::int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-
-Attribute Expansion::ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute Expansion::float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-
-Attribute Expansion::string_attr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
-
 Expander composite_expander(const Node& n) {
   if (!default_domain(n.domain)) return nullptr;
   std::lock_guard<std::mutex> lock(table_mutex());

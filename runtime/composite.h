@@ -70,11 +70,6 @@ class Expansion {
   // Throws Unsupported (a valid form the expansion does not implement), key "<Op>(<what>)".
   [[noreturn]] void unsupported(const std::string& what, const std::string& key) const;
 
-  static Attribute int_attr(int64_t v);
-  static Attribute ints_attr(std::vector<int64_t> v);
-  static Attribute float_attr(float v);
-  static Attribute string_attr(std::string v);
-
  private:
   std::string fresh(const std::string& tag, std::set<std::string>& taken);
 

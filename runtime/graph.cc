@@ -6,6 +6,34 @@
 
 namespace oat {
 
+Attribute int_attribute(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+Attribute ints_attribute(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+Attribute float_attribute(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+
+Attribute string_attribute(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = std::move(v);
+  return a;
+}
+
 const char* attribute_kind_name(Attribute::Kind k) {
   switch (k) {
     case Attribute::Kind::Float: return "float";

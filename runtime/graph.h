@@ -36,6 +36,12 @@ struct Attribute {
 };
 const char* attribute_kind_name(Attribute::Kind k);
 
+// Attribute values, for the passes that write nodes (autodiff, composite expansions, the zoo).
+Attribute int_attribute(int64_t v);
+Attribute ints_attribute(std::vector<int64_t> v);
+Attribute float_attribute(float v);
+Attribute string_attribute(std::string v);
+
 // A dimension from the model's declared types: a fixed size, a symbolic name, or unknown.
 struct Dim {
   int64_t value = -1;  // >= 0 when fixed

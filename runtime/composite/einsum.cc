@@ -389,7 +389,7 @@ class EinsumExpander {
     flat_x.dims.push_back(flat);
     flat_x.value = emit("Reshape", {x.value, shape_value(target, cat("diag_shape", k))},
                         cat("diag_flatten", k), dtype_, flat_x.dims,
-                        {{"allowzero", Expansion::int_attr(1)}});
+                        {{"allowzero", int_attribute(1)}});
     Operand y = flat_x;
     y.dims.back() = n;
     y.value = emit("Slice",
@@ -490,7 +490,7 @@ class EinsumExpander {
       target.push_back(product_piece(x, nb, nb + g1, cat(tag, "_m")));
       target.push_back(product_piece(x, nb + g1, nb + g1 + g2, cat(tag, "_k")));
       const std::string v = emit("Reshape", {x.value, shape_value(target, cat(tag, "_shape"))},
-                                 tag, dtype_, d, {{"allowzero", Expansion::int_attr(1)}});
+                                 tag, dtype_, d, {{"allowzero", int_attribute(1)}});
       return std::make_pair(v, d);
     };
     const auto [av, ad] = merged(at, nm, nk, cat("merge_left", k));
@@ -511,14 +511,14 @@ class EinsumExpander {
     } else {
       target.push_back(Piece{0, emit("Shape", {p}, cat("batch_dims", k), DType::I64,
                                      {{fixed_dim(nb)}},
-                                     {{"start", Expansion::int_attr(0)},
-                                      {"end", Expansion::int_attr(nb)}})});
+                                     {{"start", int_attribute(0)},
+                                      {"end", int_attribute(nb)}})});
     }
     for (Piece& q : dims_pieces(at, nb, nb + nm, cat("m_dims", k))) target.push_back(std::move(q));
     for (Piece& q : dims_pieces(bt, nb + nk, nb + nk + nn, cat("n_dims", k)))
       target.push_back(std::move(q));
     y.value = emit("Reshape", {p, shape_value(target, cat("split_shape", k))}, cat("split", k),
-                   dtype_, y.dims, {{"allowzero", Expansion::int_attr(1)}});
+                   dtype_, y.dims, {{"allowzero", int_attribute(1)}});
     return y;
   }
 
@@ -534,7 +534,7 @@ class EinsumExpander {
       y.dims.push_back(x.dims[p]);
     }
     y.value = emit("Transpose", {x.value}, tag, dtype_, y.dims,
-                   {{"perm", Expansion::ints_attr({perm.begin(), perm.end()})}});
+                   {{"perm", ints_attribute({perm.begin(), perm.end()})}});
     return y;
   }
 
@@ -552,7 +552,7 @@ class EinsumExpander {
       }
     }
     y.value = emit("ReduceSum", {x.value, e_.ints(axes, cat(tag, "_axes"))}, tag, dtype_, y.dims,
-                   {{"keepdims", Expansion::int_attr(0)}});
+                   {{"keepdims", int_attribute(0)}});
     return y;
   }
 
@@ -567,7 +567,7 @@ class EinsumExpander {
   // Shape(x)[from:to] as an int64 value.
   std::string shape_slice(const Operand& x, int from, int to, const std::string& tag) {
     return emit("Shape", {x.value}, tag, DType::I64, {{fixed_dim(to - from)}},
-                {{"start", Expansion::int_attr(from)}, {"end", Expansion::int_attr(to)}});
+                {{"start", int_attribute(from)}, {"end", int_attribute(to)}});
   }
 
   // x's dims [from, to): static sizes, or one Shape slice when some are not known.
@@ -592,7 +592,7 @@ class EinsumExpander {
     std::string s = shape_slice(x, from, to, cat(tag, "_dims"));
     if (to - from > 1)
       s = emit("ReduceProd", {s}, cat(tag, "_prod"), DType::I64, {{fixed_dim(1)}},
-               {{"keepdims", Expansion::int_attr(1)}});
+               {{"keepdims", int_attribute(1)}});
     return Piece{0, s};
   }
 
@@ -612,7 +612,7 @@ class EinsumExpander {
     if (parts.empty()) return e_.ints(run, tag);
     if (!run.empty()) parts.push_back(e_.ints(run, cat(tag, "_part")));
     if (parts.size() == 1) return parts[0];
-    return emit("Concat", parts, tag, DType::I64, std::nullopt, {{"axis", Expansion::int_attr(0)}});
+    return emit("Concat", parts, tag, DType::I64, std::nullopt, {{"axis", int_attribute(0)}});
   }
 
   // ---- deferred emission -----------------------------------------------------------------------

@@ -127,7 +127,7 @@ void expand_grid_sample(Expansion& e) {
   std::string grid_c = grid;
   if (grid_t != g.gt)
     grid_c = g.op("Cast", {grid}, "grid_coord_type", g.gt,
-                  {{"to", Expansion::int_attr(onnx_code(g.gt))}});
+                  {{"to", int_attribute(onnx_code(g.gt))}});
 
   // Sizes: Shape(X)[axis] as int64 and grid-typed scalars.
   const std::string xshape = g.op("Shape", {x}, "x_shape", DType::I64);
@@ -137,7 +137,7 @@ void expand_grid_sample(Expansion& e) {
     ax.s_i64 = g.op("Gather", {xshape, e.ints({a}, name + "_axis", true)}, name + "_size_i64",
                     DType::I64);
     ax.s = g.op("Cast", {ax.s_i64}, name + "_size", g.gt,
-                {{"to", Expansion::int_attr(onnx_code(g.gt))}});
+                {{"to", int_attribute(onnx_code(g.gt))}});
     ax.s_minus_1 = g.f("Sub", {ax.s, g.k(1, name + "_one")}, name + "_size_minus_1");
     return ax;
   };
@@ -145,7 +145,7 @@ void expand_grid_sample(Expansion& e) {
 
   // grid (N, Ho, Wo, 2) -> gx, gy (N, 1, Ho·Wo)
   const auto parts = e.add("Split", {grid_c, e.ints({1, 1}, "split_sizes")}, "grid_xy", 2,
-                           {{"axis", Expansion::int_attr(3)}});
+                           {{"axis", int_attribute(3)}});
   for (const std::string& p : parts) e.set_info(p, g.gt);
   const std::string flat_shape = e.ints({0, 1, -1}, "coord_shape");
 
@@ -274,7 +274,7 @@ void expand_grid_sample(Expansion& e) {
   const std::string ones1 = e.ints({1}, "one_dim");
   const std::string expand_shape =
       g.op("Concat", {ones1, c_dim, ones1}, "expand_shape", DType::I64,
-           {{"axis", Expansion::int_attr(0)}});
+           {{"axis", int_attribute(0)}});
   std::string acc;
   for (size_t iy = 0; iy < ty.size(); ++iy)
     for (size_t ix = 0; ix < tx.size(); ++ix) {
@@ -286,10 +286,10 @@ void expand_grid_sample(Expansion& e) {
       const std::string lin_f =
           g.f("Add", {g.f("Mul", {a.idx, ax.s}, tag + "_row"), b.idx}, tag + "_lin_f");
       const std::string lin =
-          g.op("Cast", {lin_f}, tag + "_lin", DType::I64, {{"to", Expansion::int_attr(7)}});
+          g.op("Cast", {lin_f}, tag + "_lin", DType::I64, {{"to", int_attribute(7)}});
       const std::string lin_c = g.op("Expand", {lin, expand_shape}, tag + "_lin_c", DType::I64);
       const std::string v = g.op("GatherElements", {xflat, lin_c}, tag + "_value", g.xt,
-                                 {{"axis", Expansion::int_attr(2)}});
+                                 {{"axis", int_attribute(2)}});
       // weight = wy · wx (· mask), in grid's type, then cast to X's
       std::string w;
       if (!a.w.empty() && !b.w.empty())
@@ -301,14 +301,14 @@ void expand_grid_sample(Expansion& e) {
       if (!a.valid.empty()) {
         const std::string ok = g.op("And", {a.valid, b.valid}, tag + "_valid", DType::Bool);
         const std::string m = g.op("Cast", {ok}, tag + "_mask", g.gt,
-                                   {{"to", Expansion::int_attr(onnx_code(g.gt))}});
+                                   {{"to", int_attribute(onnx_code(g.gt))}});
         w = w.empty() ? m : g.f("Mul", {w, m}, tag + "_w_masked");
       }
       std::string term = v;
       if (!w.empty()) {
         if (g.gt != g.xt)
           w = g.op("Cast", {w}, tag + "_w_x", g.xt,
-                   {{"to", Expansion::int_attr(onnx_code(g.xt))}});
+                   {{"to", int_attribute(onnx_code(g.xt))}});
         term = g.op("Mul", {v, w}, tag + "_term", g.xt);
       }
       acc = acc.empty() ? term : g.op("Add", {acc, term}, tag + "_sum", g.xt);
@@ -320,7 +320,7 @@ void expand_grid_sample(Expansion& e) {
   const std::string hw = g.op(
       "Slice", {gshape, e.ints({1}, "hw_begin"), e.ints({3}, "hw_end")}, "out_hw", DType::I64);
   const std::string yshape =
-      g.op("Concat", {nc, hw}, "y_shape", DType::I64, {{"axis", Expansion::int_attr(0)}});
+      g.op("Concat", {nc, hw}, "y_shape", DType::I64, {{"axis", int_attribute(0)}});
   e.add_to("Reshape", {acc, yshape}, {e.output(0)}, "grid_sample");
 }
 

@@ -93,7 +93,7 @@ std::string op(Expansion& e, const std::string& type, const std::vector<std::str
 // x as int64 (a Cast unless it is already).
 std::string as_i64(Expansion& e, const std::string& x, const std::string& tag) {
   if (e.dtype(x) == DType::I64) return x;
-  return op(e, "Cast", {x}, tag, DType::I64, {{"to", Expansion::int_attr(7)}});
+  return op(e, "Cast", {x}, tag, DType::I64, {{"to", int_attribute(7)}});
 }
 
 // Slice(Shape(x), [begin], [end]): some of x's dims as an int64 vector.
@@ -204,7 +204,7 @@ Flat flatten_nd(Expansion& e, int64_t b) {
   // flat = Reshape(data, Concat([B·P], shape(data)[b+k:]))
   const std::string tail = dims_of(e, data, b + k, std::numeric_limits<int64_t>::max(), "tail");
   const std::string fshape = op(e, "Concat", {e.ints({B * P}, "rows"), tail}, "flat_shape",
-                                DType::I64, {{"axis", Expansion::int_attr(0)}});
+                                DType::I64, {{"axis", int_attribute(0)}});
   f.data = op(e, "Reshape", {data, fshape}, "flat", e.dtype(data));
   // lin = Σ_j idx'[..., j]·s_j (+ batch·P)
   const std::string idx = as_i64(e, indices, "indices_i64");
@@ -215,7 +215,7 @@ Flat flatten_nd(Expansion& e, int64_t b) {
   for (int64_t j = 0; j < k; ++j) {
     const std::string tag = cat("index", j);
     std::string c = op(e, "Gather", {idx, e.ints({j}, tag + "_at", true)}, tag, DType::I64,
-                       {{"axis", Expansion::int_attr(-1)}});
+                       {{"axis", int_attribute(-1)}});
     c = wrap_negative(e, c, e.ints({d[b + j]}, tag + "_size", true), tag + "_wrapped");
     if (strides[j] != 1)
       c = op(e, "Mul", {c, e.ints({strides[j]}, tag + "_stride", true)}, tag + "_scaled",
@@ -268,8 +268,8 @@ void expand_one_hot(Expansion& e) {
       op(e, "Unsqueeze", {i, e.ints({axis}, "axis")}, "indices_on_axis", DType::I64);
   const std::string hot = op(e, "Equal", {iu, cls}, "hot", DType::Bool);
   const std::string pick =
-      op(e, "Cast", {hot}, "pick", DType::I64, {{"to", Expansion::int_attr(7)}});
-  e.add_to("Gather", {values, pick}, {e.output(0)}, "one_hot", {{"axis", Expansion::int_attr(0)}});
+      op(e, "Cast", {hot}, "pick", DType::I64, {{"to", int_attribute(7)}});
+  e.add_to("Gather", {values, pick}, {e.output(0)}, "one_hot", {{"axis", int_attribute(0)}});
 }
 
 void expand_eye_like(Expansion& e) {
@@ -295,7 +295,7 @@ void expand_eye_like(Expansion& e) {
 void expand_gather_nd(Expansion& e) {
   const int64_t b = e.node().attr_int("batch_dims", 0);
   const Flat f = flatten_nd(e, b);
-  e.add_to("Gather", {f.data, f.lin}, {e.output(0)}, "gather", {{"axis", Expansion::int_attr(0)}});
+  e.add_to("Gather", {f.data, f.lin}, {e.output(0)}, "gather", {{"axis", int_attribute(0)}});
 }
 
 void expand_scatter_elements(Expansion& e) {
@@ -305,7 +305,7 @@ void expand_scatter_elements(Expansion& e) {
   const std::string ds = op(e, "Shape", {e.input(0)}, "data_shape", DType::I64);
   finish_scatter(e, add, t, [&](const std::string& u, const std::string& tag) {
     return op(e, "GatherElementsGrad", {u, ds, e.input(1)}, tag, t,
-              {{"axis", Expansion::int_attr(axis)}});
+              {{"axis", int_attribute(axis)}});
   });
 }
 
@@ -317,7 +317,7 @@ void expand_scatter_nd(Expansion& e) {
   const std::string ds = op(e, "Shape", {e.input(0)}, "data_shape", DType::I64);
   finish_scatter(e, add, t, [&](const std::string& u, const std::string& tag) {
     const std::string s =
-        op(e, "GatherGrad", {u, fs, f.lin}, tag + "_flat", t, {{"axis", Expansion::int_attr(0)}});
+        op(e, "GatherGrad", {u, fs, f.lin}, tag + "_flat", t, {{"axis", int_attribute(0)}});
     return op(e, "Reshape", {s, ds}, tag, t);
   });
 }
@@ -358,7 +358,7 @@ void expand_reverse_sequence(Expansion& e) {
   const std::string xshape = op(e, "Shape", {x}, "x_shape", DType::I64);
   idx = op(e, "Expand", {idx, xshape}, "reverse_index_full", DType::I64);
   e.add_to("GatherElements", {x, idx}, {e.output(0)}, "reverse",
-           {{"axis", Expansion::int_attr(ta)}});
+           {{"axis", int_attribute(ta)}});
 }
 
 }  // namespace oat::composite

@@ -68,7 +68,7 @@ void expand_lrn(Expansion& e) {
       e.add1("Pad", {u, e.ints({0, 0, before, 0, 0, 0, after, 0}, "pads")}, "pad_channels");
   e.set_info(padded, t);
   const std::string avg = e.add1("AveragePool", {padded}, "window_mean",
-                                 {{"kernel_shape", Expansion::ints_attr({size, 1})}});
+                                 {{"kernel_shape", ints_attribute({size, 1})}});
   e.set_info(avg, t);
   const std::string x_shape = e.add1("Shape", {x}, "x_shape");
   e.set_info(x_shape, DType::I64);
@@ -97,7 +97,7 @@ void expand_mean_variance_normalization(Expansion& e) {
         e.fail(cat("axis ", a, " is out of range for X of rank ", shape->size()));
   auto mean_of = [&](const std::string& v, const std::string& tag) {
     std::string m = e.add1("ReduceMean", {v}, tag,
-                           {{"axes", Expansion::ints_attr(axes)}, {"keepdims", Expansion::int_attr(1)}});
+                           {{"axes", ints_attribute(axes)}, {"keepdims", int_attribute(1)}});
     e.set_info(m, t);
     return m;
   };
@@ -169,7 +169,7 @@ void expand_group_normalization(Expansion& e) {
       info(e.add1("Reshape", {x, e.ints({0, groups, -1}, "grouped_shape")}, "grouped"));
   auto mean_of = [&](const std::string& v, const std::string& tag) {
     return info(e.add1("ReduceMean", {v}, tag,
-                       {{"axes", Expansion::ints_attr({2})}, {"keepdims", Expansion::int_attr(1)}}));
+                       {{"axes", ints_attribute({2})}, {"keepdims", int_attribute(1)}}));
   };
   const std::string mean = mean_of(grouped, "mean");
   const std::string centred = info(e.add1("Sub", {grouped, mean}, "centred"));

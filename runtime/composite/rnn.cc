@@ -157,11 +157,11 @@ void expand(Expansion& e, Cell cell) {
   const std::string Xs =
       layout == 0 ? X
                   : b.op("Transpose", {X}, "X_seq_major", std::vector<Dim>{S, b.batch, in_dim},
-                         {{"perm", Expansion::ints_attr({1, 0, 2})}});
+                         {{"perm", ints_attribute({1, 0, 2})}});
   auto dir_major = [&](const std::string& v, const std::string& tag) {
     if (v.empty() || layout == 0) return v;
     return b.op("Transpose", {v}, tag, std::vector<Dim>{Dim{dirs, ""}, b.batch, Hd},
-                {{"perm", Expansion::ints_attr({1, 0, 2})}});
+                {{"perm", ints_attribute({1, 0, 2})}});
   };
   const auto Wd = per_direction(b, W, dirs, "W", {Dim{GH, ""}, in_dim});
   const auto Rd = per_direction(b, R, dirs, "R", {Dim{GH, ""}, Hd});
@@ -180,7 +180,7 @@ void expand(Expansion& e, Cell cell) {
     if (lt != DType::Undefined && lt != DType::I32 && lt != DType::I64)
       e.fail(cat("sequence_lens '", lens, "' must be int32 (or int64), got ", dtype_name(lt)));
     std::string len64 = b.op("Cast", {lens}, "lens_i64", std::vector<Dim>{b.batch},
-                             {{"to", Expansion::int_attr(7)}}, "", DType::I64);
+                             {{"to", int_attribute(7)}}, "", DType::I64);
     std::vector<int64_t> iota(static_cast<size_t>(seq));
     for (int64_t t = 0; t < seq; ++t) iota[static_cast<size_t>(t)] = t;
     std::string steps = e.constant_tensor(Tensor::from_vector<int64_t>({seq, 1}, iota), "steps");
@@ -193,7 +193,7 @@ void expand(Expansion& e, Cell cell) {
       const std::string sizes =
           e.ints(std::vector<int64_t>(static_cast<size_t>(seq), 1), "valid_sizes");
       parts = e.add("Split", {mask3, sizes}, "valid_t", static_cast<size_t>(seq),
-                    {{"axis", Expansion::int_attr(0)}});
+                    {{"axis", int_attribute(0)}});
       for (const auto& p : parts)
         e.set_info(p, DType::Bool, std::vector<Dim>{Dim{1, ""}, b.batch, Dim{1, ""}});
     }
@@ -225,7 +225,7 @@ void expand(Expansion& e, Cell cell) {
 
     // XW = X·Wᵀ + Wb + Rb for every step: [seq, batch, G·H].
     std::string Wt = b.op("Transpose", {Wd[ds]}, dn + "/Wt", std::vector<Dim>{in_dim, Dim{GH, ""}},
-                          {{"perm", Expansion::ints_attr({1, 0})}});
+                          {{"perm", ints_attribute({1, 0})}});
     std::string xw =
         b.op("MatMul", {Xs, Wt}, dn + "/XW", std::vector<Dim>{S, b.batch, Dim{GH, ""}});
     if (!B.empty()) {
@@ -238,7 +238,7 @@ void expand(Expansion& e, Cell cell) {
         std::string zr =
             b.op("Add", {wb[0], rb[0]}, dn + "/bias_zr", std::vector<Dim>{Dim{2 * H, ""}});
         bias = b.op("Concat", {zr, wb[1]}, dn + "/bias", std::vector<Dim>{Dim{GH, ""}},
-                    {{"axis", Expansion::int_attr(0)}});
+                    {{"axis", int_attribute(0)}});
         w.Rbh = rb[1];
       } else {
         bias = b.op("Add", {wr[0], wr[1]}, dn + "/bias", std::vector<Dim>{Dim{GH, ""}});
@@ -248,12 +248,12 @@ void expand(Expansion& e, Cell cell) {
     if (cell == Cell::GRU && !b.linear_before_reset) {
       auto rr = b.split(Rd[ds], 0, {2 * H, H}, dn + "/R", {Dim{GH, ""}, Hd});
       w.Rt_zr = b.op("Transpose", {rr[0]}, dn + "/Rt_zr", std::vector<Dim>{Hd, Dim{2 * H, ""}},
-                     {{"perm", Expansion::ints_attr({1, 0})}});
+                     {{"perm", ints_attribute({1, 0})}});
       w.Rt_h = b.op("Transpose", {rr[1]}, dn + "/Rt_h", std::vector<Dim>{Hd, Hd},
-                    {{"perm", Expansion::ints_attr({1, 0})}});
+                    {{"perm", ints_attribute({1, 0})}});
     } else {
       w.Rt = b.op("Transpose", {Rd[ds]}, dn + "/Rt", std::vector<Dim>{Hd, Dim{GH, ""}},
-                  {{"perm", Expansion::ints_attr({1, 0})}});
+                  {{"perm", ints_attribute({1, 0})}});
     }
     if (!P.empty()) {
       auto p = b.split(Pd[ds], 0, {H, H, H}, dn + "/P", {Dim{3 * H, ""}});
@@ -265,14 +265,14 @@ void expand(Expansion& e, Cell cell) {
       idx = b.op("Expand", {idx, e.ints({1, 1, GH}, "shape")}, dn + "/XW_index",
                  std::vector<Dim>{S, b.batch, Dim{GH, ""}}, {}, "", DType::I64);
       xw = b.op("GatherElements", {xw, idx}, dn + "/XW_reversed",
-                std::vector<Dim>{S, b.batch, Dim{GH, ""}}, {{"axis", Expansion::int_attr(0)}});
+                std::vector<Dim>{S, b.batch, Dim{GH, ""}}, {{"axis", int_attribute(0)}});
     }
 
     // The steps' slices XW[t]: [batch, G·H].
     std::vector<std::string> xt = {xw};
     if (seq > 1) {
       xt = e.add("Split", {xw, e.ints(std::vector<int64_t>(static_cast<size_t>(seq), 1), "sizes")},
-                 dn + "/XW_t", static_cast<size_t>(seq), {{"axis", Expansion::int_attr(0)}});
+                 dn + "/XW_t", static_cast<size_t>(seq), {{"axis", int_attribute(0)}});
       for (const auto& v : xt)
         e.set_info(v, b.dt, std::vector<Dim>{Dim{1, ""}, b.batch, Dim{GH, ""}});
     }
@@ -315,7 +315,7 @@ void expand(Expansion& e, Cell cell) {
     if (seq > 1)
       cat_t = b.op("Concat", ys, dn + "/Y_steps",
                    std::vector<Dim>{b.batch.fixed() ? Dim{seq * b.batch.value, ""} : Dim{}, Hd},
-                   {{"axis", Expansion::int_attr(0)}});
+                   {{"axis", int_attribute(0)}});
     std::string yd = b.op("Reshape", {cat_t, e.ints({seq, 1, -1, H}, "Y_shape")}, dn + "/Y", y4, {},
                           direct && !gathered ? Y : "");
     if (gathered) {
@@ -325,7 +325,7 @@ void expand(Expansion& e, Cell cell) {
       idx = b.op("Expand", {idx, e.ints({1, 1, 1, H}, "shape")}, dn + "/Y_index", y4, {}, "",
                  DType::I64);
       yd = b.op("GatherElements", {yd, idx}, dn + "/Y_in_time", y4,
-                {{"axis", Expansion::int_attr(0)}}, direct ? Y : "");
+                {{"axis", int_attribute(0)}}, direct ? Y : "");
     }
     y_dirs.push_back(yd);
   }
@@ -335,10 +335,10 @@ void expand(Expansion& e, Cell cell) {
     std::string y = y_dirs[0];
     if (dirs == 2)
       y = b.op("Concat", y_dirs, "Y_dirs", std::vector<Dim>{S, Dim{2, ""}, b.batch, Hd},
-               {{"axis", Expansion::int_attr(1)}}, layout == 0 ? Y : "");
+               {{"axis", int_attribute(1)}}, layout == 0 ? Y : "");
     if (layout == 1)
       b.op("Transpose", {y}, "Y_batch_major", std::nullopt,
-           {{"perm", Expansion::ints_attr({2, 0, 1, 3})}}, Y);
+           {{"perm", ints_attribute({2, 0, 1, 3})}}, Y);
   }
   // Y_h / Y_c: [dirs, batch, H], or [batch, dirs, H] (layout 1).
   auto final_state = [&](const std::vector<std::string>& last, const std::string& out,
@@ -356,7 +356,7 @@ void expand(Expansion& e, Cell cell) {
     for (int64_t d = 0; d < dirs; ++d)
       parts.push_back(
           b.op("Unsqueeze", {last[static_cast<size_t>(d)], axes}, cat("d", d, "/", tag), one));
-    b.op("Concat", parts, tag, std::nullopt, {{"axis", Expansion::int_attr(axis)}}, out);
+    b.op("Concat", parts, tag, std::nullopt, {{"axis", int_attribute(axis)}}, out);
   };
   final_state(h_last, Yh, "Y_h");
   final_state(c_last, Yc, "Y_c");

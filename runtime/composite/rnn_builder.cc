@@ -104,7 +104,7 @@ std::vector<std::string> Builder::split(const std::string& x, int64_t axis,
                                         const std::vector<int64_t>& sizes, const std::string& tag,
                                         const std::vector<Dim>& shape) {
   std::string s = e.ints(sizes, tag + "_sizes");
-  auto outs = e.add("Split", {x, s}, tag, sizes.size(), {{"axis", Expansion::int_attr(axis)}});
+  auto outs = e.add("Split", {x, s}, tag, sizes.size(), {{"axis", int_attribute(axis)}});
   for (size_t k = 0; k < outs.size(); ++k) {
     std::vector<Dim> sh = shape;
     sh[static_cast<size_t>(axis)] = Dim{sizes[k], ""};
@@ -128,7 +128,7 @@ std::string Builder::clipped(const std::string& x, int64_t n, const std::string&
 
 std::string Builder::activate(const Activation& a, const std::string& x, int64_t n,
                               const std::string& tag) {
-  auto f = [](float v) { return Expansion::float_attr(v); };
+  auto f = [](float v) { return float_attribute(v); };
   const std::string& k = a.name;
   if (k == "Relu" || k == "Tanh" || k == "Sigmoid" || k == "Softsign" || k == "Softplus")
     return op(k, {x}, tag, bn(n));

@@ -43,7 +43,7 @@ Node node(const std::string& name, const std::string& op, std::vector<std::strin
   return n;
 }
 
-Attribute f_attr(float v) { return Expansion::float_attr(v); }
+Attribute f_attr(float v) { return float_attribute(v); }
 
 // X -> Relu -> OatTestAxpb(a=2, b=1) "lin" -> Neg -> Y
 Graph model(float b = 1.0f, const std::string& composite_name = "lin") {

@@ -1,7 +1,7 @@
 // Gradients through the index-driven composite ops (runtime/composite/indexing.cc): GatherND
 // (Gather's), ScatterElements and ScatterND (data and updates: Where's and the scatter-adds'),
-// ReverseSequence (GatherElements'), and the scatter-adds GatherGrad / GatherElementsGrad
-// themselves (d(dY) = Gather / GatherElements of the incoming gradient). Double-precision finite
+// ReverseSequence (GatherElements'), OneHot (w.r.t. its values), and the scatter-adds GatherGrad
+// / GatherElementsGrad themselves (d(dY) = Gather / GatherElements of the incoming gradient). Double-precision finite
 // differences (grad_check.h), shapes declared as the expansions need them.
 #include "grad_check.h"
 
@@ -78,4 +78,15 @@ TEST_CASE("gradients: ReverseSequence (through its expansion)") {
   oat::test::check_gradients(op_case("ReverseSequence", 10,
                                      {in({3, 4}), fixed(i64s({3}, {3, 4, 1}))},
                                      {{"time_axis", int1(1)}, {"batch_axis", int1(0)}}));
+}
+
+TEST_CASE("gradients: OneHot w.r.t. its values [off, on] (through its expansion)") {
+  // Y = on where indices hit, else off: dY/d(on) counts the hits, dY/d(off) the rest.
+  oat::test::check_gradients(op_case(
+      "OneHot", 11,
+      {fixed(i64s({2, 3}, {0, 3, -1, 2, 5, 1})), fixed(Tensor::scalar<int64_t>(4)), in({2})}));
+  oat::test::check_gradients(op_case("OneHot", 11,
+                                     {fixed(i64s({3}, {1, 0, 2})),
+                                      fixed(Tensor::scalar<int64_t>(3)), in({2})},
+                                     {{"axis", int1(0)}}));
 }

@@ -172,24 +172,9 @@ std::string GradientContext::shape_of(const std::string& value) {
   return b_.shape_of(value, node_.name + "_grad");
 }
 
-Attribute GradientContext::attr_int(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute GradientContext::attr_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute GradientContext::attr_float(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
+Attribute GradientContext::attr_int(int64_t v) { return int_attribute(v); }
+Attribute GradientContext::attr_ints(std::vector<int64_t> v) { return ints_attribute(std::move(v)); }
+Attribute GradientContext::attr_float(float v) { return float_attribute(v); }
 
 // ---- registry ---------------------------------------------------------------------------------
 

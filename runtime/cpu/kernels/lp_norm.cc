@@ -42,6 +42,19 @@ double lane_norm(const T* x, int64_t len, int64_t inner, int p) {
   return p == 1 ? s : std::sqrt(s);
 }
 
+// Calls f(base, n) for every lane along the axis, in parallel: base is the offset of the lane's
+// first element (its elements are base + j·inner, j < len) and n its norm ||x||_p.
+template <class T, class F>
+void for_each_lane(const LpNormArgs& a, const T* x, int64_t numel, F f) {
+  parallel_chunks(a.outer * a.inner, numel >= kElementwiseParallelMin,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t l = begin; l < end; ++l) {
+                      const int64_t base = (l / a.inner) * a.len * a.inner + l % a.inner;
+                      f(base, lane_norm(x + base, a.len, a.inner, a.p));
+                    }
+                  });
+}
+
 template <class T>
 class LpNormKernel : public OpKernel {
  public:
@@ -54,18 +67,12 @@ class LpNormKernel : public OpKernel {
     const T* xp = x.data<T>();
     T* y = yt.data<T>();
     const int64_t len = a.len, inner = a.inner;
-    const int p = a.p;
-    parallel_chunks(a.outer * inner, x.numel() >= kElementwiseParallelMin,
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t l = begin; l < end; ++l) {
-                        const int64_t base = (l / inner) * len * inner + l % inner;
-                        const double n = lane_norm(xp + base, len, inner, p);
-                        for (int64_t j = 0; j < len; ++j) {
-                          const int64_t e = base + j * inner;
-                          y[e] = n == 0 ? T(0) : static_cast<T>(static_cast<double>(xp[e]) / n);
-                        }
-                      }
-                    });
+    for_each_lane(a, xp, x.numel(), [&](int64_t base, double n) {
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t e = base + j * inner;
+        y[e] = n == 0 ? T(0) : static_cast<T>(static_cast<double>(xp[e]) / n);
+      }
+    });
   }
 };
 
@@ -87,25 +94,19 @@ class LpNormGradKernel : public OpKernel {
     T* dx = dxt.data<T>();
     const int64_t len = a.len, inner = a.inner;
     const int p = a.p;
-    parallel_chunks(a.outer * inner, x.numel() >= kElementwiseParallelMin,
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t l = begin; l < end; ++l) {
-                        const int64_t base = (l / inner) * len * inner + l % inner;
-                        const double n = lane_norm(xp + base, len, inner, p);
-                        double t = 0;
-                        for (int64_t j = 0; j < len; ++j)
-                          t += static_cast<double>(g[base + j * inner]) *
-                               static_cast<double>(xp[base + j * inner]);
-                        for (int64_t j = 0; j < len; ++j) {
-                          const int64_t e = base + j * inner;
-                          const double v = static_cast<double>(xp[e]);
-                          const double gy = static_cast<double>(g[e]);
-                          // ∂n/∂x_j: y_j (p = 2) or sign(x_j) (p = 1); t / n = Σ dY⊙y.
-                          const double dn = p == 2 ? v / n : (v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0);
-                          dx[e] = n == 0 ? T(0) : static_cast<T>((gy - dn * (t / n)) / n);
-                        }
-                      }
-                    });
+    for_each_lane(a, xp, x.numel(), [&](int64_t base, double n) {
+      double t = 0;
+      for (int64_t j = 0; j < len; ++j)
+        t += static_cast<double>(g[base + j * inner]) * static_cast<double>(xp[base + j * inner]);
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t e = base + j * inner;
+        const double v = static_cast<double>(xp[e]);
+        const double gy = static_cast<double>(g[e]);
+        // ∂n/∂x_j: y_j (p = 2) or sign(x_j) (p = 1); t / n = Σ dY⊙y.
+        const double dn = p == 2 ? v / n : (v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0);
+        dx[e] = n == 0 ? T(0) : static_cast<T>((gy - dn * (t / n)) / n);
+      }
+    });
   }
 };
 

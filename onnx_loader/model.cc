@@ -283,9 +283,26 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
       replace_initializer(init, git->second);
     }
   }
-  for (const auto& [name, t] : initializers)
-    if (!replaced.count(name))
+  // An untied alias (train/initializer_aliases.h): `name = Identity(initializer)` in the file
+  // becomes an initializer `name` holding the trained value; the Identity node goes.
+  std::set<std::string> proto_inits;
+  for (const auto& init : g->initializer()) proto_inits.insert(init.name());
+  for (const auto& [name, t] : initializers) {
+    if (replaced.count(name)) continue;
+    auto* nodes = g->mutable_node();
+    auto alias = std::find_if(nodes->begin(), nodes->end(), [&](const onnx::NodeProto& n) {
+      return n.op_type() == "Identity" && (n.domain().empty() || n.domain() == "ai.onnx") &&
+             n.input_size() == 1 && n.output_size() == 1 && n.output(0) == name;
+    });
+    if (alias == nodes->end() || !(proto_inits.count(alias->input(0)) ||
+                                   initializers.count(alias->input(0))))
       throw Error(cat("save_model: the model has no initializer named '", name, "'"));
+    if (!t.defined())
+      throw Error(cat("save_model: the tensor given for initializer '", name, "' is undefined"));
+    nodes->erase(alias);
+    tensor_to_proto(t, name, g->add_initializer());
+    replaced.insert(name);
+  }
 
   // Old-IR models list initializers as inputs too: keep their declared types in step.
   for (auto& in : *g->mutable_input()) {

@@ -61,8 +61,10 @@ struct SaveOptions {
 // these tensors (dtype and shape may change), everything else preserved: names, doc strings,
 // metadata_props, opset_import, value_info, producer, node order. Initializers that were external
 // data in the input are written inline (or to the new `<out>.data`). Written to a temporary file
-// and renamed, so a failure never leaves a half-written output. Throws Error for an initializer
-// name the model does not have.
+// and renamed, so a failure never leaves a half-written output. A name that the file computes as
+// `name = Identity(initializer)` (an alias that training untied, train/initializer_aliases.h)
+// becomes an initializer in place of that Identity node. Throws Error for any other name the
+// model does not have as an initializer.
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
                 const std::string& out_path, const SaveOptions& options = {});
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx_loader/tensor_io.h"
+#include "train/initializer_aliases.h"
 #include "train/trainer_device.h"
 
 namespace oat::train {
@@ -171,7 +172,7 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
 }
 
 Trainer::Trainer(const Graph& model, TrainerConfig config)
-    : model_(model), cfg_(std::move(config)) {
+    : model_(untie_initializer_aliases(model)), cfg_(std::move(config)) {
   if (cfg_.batch < 1) throw Error(cat("--batch must be at least 1, got ", cfg_.batch));
   if (cfg_.lr <= 0) throw Error(cat("--lr must be positive, got ", cfg_.lr));
   scaler_ = LossScaler(cfg_.loss_scale);

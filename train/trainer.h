@@ -106,7 +106,7 @@ class Trainer {
   void read_pending(std::vector<PendingStep>& pending);  // device scalars -> host tensors
   void download_state();                                // device state -> state_
 
-  const Graph& model_;
+  Graph model_;  // the model with its initializer aliases untied (train/initializer_aliases.h)
   TrainerConfig cfg_;
   TrainingGraph tg_;
   BatchLayout layout_;

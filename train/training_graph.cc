@@ -7,6 +7,7 @@
 #include "runtime/grad_type.h"
 #include "runtime/working_type.h"
 #include "train/autodiff/gradient_builder.h"
+#include "train/initializer_aliases.h"
 
 namespace oat::train {
 
@@ -255,7 +256,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
     throw Error(cat("training precision must be fp32, fp16 or bf16, got ",
                     dtype_name(options.precision)));
   TrainingGraph tg;
-  tg.graph = model;
+  std::vector<std::string> untied;  // torch's merged equal-valued parameters, apart again
+  tg.graph = untie_initializer_aliases(model, &untied);
   Graph& g = tg.graph;
   g.name = model.name + "_training";
   lower_composites(g, &tg.composite_parts);  // Einsum, RNN/GRU/LSTM: autodiff sees their parts
@@ -336,8 +338,12 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   // differentiable path to the loss are dropped by the backward pass.
   std::set<std::string> stats(tg.bn_stats.begin(), tg.bn_stats.end());
   std::vector<std::string> candidates;
-  for (const auto& [name, t] : model.initializers) {
-    if (!is_floating(t.dtype()) || stats.count(name)) continue;
+  std::set<std::string> model_initializers(untied.begin(), untied.end());
+  for (const auto& [name, t] : model.initializers) model_initializers.insert(name);
+  for (const auto& name : model_initializers) {
+    auto it = g.initializers.find(name);
+    if (it == g.initializers.end() || !is_floating(it->second.dtype()) || stats.count(name))
+      continue;
     bool frozen = std::any_of(options.freeze.begin(), options.freeze.end(),
                               [&](const std::string& p) { return wildcard_match(p, name); });
     (frozen ? tg.frozen : candidates).push_back(name);
@@ -397,7 +403,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   };
   for (size_t i = 0; i < tg.params.size(); ++i) {
     const std::string& p = tg.params[i];
-    const Tensor& pt = model.initializers.at(p);
+    const Tensor& pt = g.initializers.at(p);
     auto zeros_like = [&](const std::string& name) {
       g.initializers[name] = Tensor::zeros(pt.dtype(), pt.shape());
       return name;

@@ -18,10 +18,22 @@ namespace {
 // non-finite values).
 struct Diff {
   double abs = 0.0, max_ref = 0.0;
+  int64_t overflow = 0;      // elements a rounded to ±inf because r is beyond a's range
+  double overflow_max = 0.0;  // the largest such |r|
   double rel() const { return max_ref > 0.0 ? abs / max_ref : abs; }
 };
 
-Diff diff(const Tensor& a, const Tensor& r) {
+// The largest finite value of a low-precision float type; infinity for the others.
+double max_finite(DType t) {
+  if (t == DType::F16) return 65504.0;
+  if (t == DType::BF16) return 3.3895313892515355e38;
+  return INFINITY;
+}
+
+// `range` (a's max_finite): an element where a is ±inf and r is finite, of the same sign and at
+// least `range` in magnitude, is an overflow (counted, not an error of the rounding); every
+// other difference counts in abs.
+Diff diff(const Tensor& a, const Tensor& r, double range = INFINITY) {
   Diff d;
   if (a.shape() != r.shape()) {
     d.abs = INFINITY;
@@ -33,6 +45,12 @@ Diff diff(const Tensor& a, const Tensor& r) {
   for (int64_t i = 0; i < af.numel(); ++i) {
     if (std::isfinite(y[i])) d.max_ref = std::max(d.max_ref, std::fabs(static_cast<double>(y[i])));
     if (x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))) continue;
+    if (std::isinf(x[i]) && std::isfinite(y[i]) && std::fabs(y[i]) >= range &&
+        std::signbit(x[i]) == std::signbit(y[i])) {
+      ++d.overflow;
+      d.overflow_max = std::max(d.overflow_max, std::fabs(static_cast<double>(y[i])));
+      continue;
+    }
     const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
     d.abs = std::max(d.abs, std::isfinite(e) ? e : INFINITY);
   }
@@ -185,6 +203,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
     bool finite = true;
     for (const auto& [param, grad] : mix.grads)
       if (m.values.count(grad) && !all_finite(m.values.at(grad))) finite = false;
+    rep.grads_finite = finite;
     if (finite || !dynamic || attempt >= 24 || scale <= 1.0) break;
     scale *= 0.5;
     ++rep.overflow_retries;
@@ -257,12 +276,23 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
       if (!loc[i].defined() || !m.values.count(n.outputs[i])) continue;
       const Tensor& a = m.values.at(n.outputs[i]);
       if (!is_floating(a.dtype()) || !is_floating(loc[i].dtype())) continue;
-      Diff d = diff(a, loc[i]);
+      Diff d = diff(a, loc[i], max_finite(a.dtype()));
       c.local.add(n.outputs[i], d.abs, d.rel());
+      if (d.overflow) {
+        (is_grad ? c.overflow_grad : c.overflow_out) += d.overflow;
+        if (d.overflow_max > c.overflow_max) {
+          c.overflow_max = d.overflow_max;
+          c.overflow_value = n.outputs[i];
+        }
+      }
     }
   }
   for (NodeCheck& c : rep.nodes) {
-    c.ok = !(c.local.rel > c.tol) && !std::isnan(c.local.rel);
+    // A forward value beyond the format's range fails; gradient values that overflow fail only
+    // when the parameter gradients are not finite either (else the overflow was masked on the
+    // way, e.g. by a ReLU's zero gradient, and the trainer takes the step as PyTorch would).
+    c.ok = !(c.local.rel > c.tol) && !std::isnan(c.local.rel) && c.overflow_out == 0 &&
+           (c.overflow_grad == 0 || rep.grads_finite);
     if (!c.ok) ++rep.failing;
     const double ratio = c.tol > 0 ? c.local.rel / c.tol : c.local.rel;
     if (rep.worst_node.empty() || ratio > rep.worst_ratio) {
@@ -300,7 +330,7 @@ std::string check_table(const CheckReport& r) {
                   num(c.out.abs, c.out.any).c_str(), num(c.out.rel, c.out.any).c_str(),
                   num(c.grad.abs, c.grad.any).c_str(), num(c.grad.rel, c.grad.any).c_str(),
                   num(c.local.rel, c.local.any).c_str(), num(c.tol).c_str(),
-                  c.ok ? "ok" : "FAIL");
+                  !c.ok ? "FAIL" : c.overflow_grad ? "ok (overflow masked)" : "ok");
     s << line;
   }
   s << "summary: " << r.nodes.size() << " nodes checked, " << r.failing << " failing";
@@ -316,11 +346,26 @@ std::string check_table(const CheckReport& r) {
     << r.loss_scale;
   if (r.overflow_retries) s << " after " << r.overflow_retries << " overflow halvings";
   s << "\n";
-  for (const auto& c : r.nodes)
-    if (!c.ok)
-      s << "out of tolerance: node '" << c.node << "' (" << c.op << ", "
-        << precision_name(c.precision) << "): local rel " << num(c.local.rel) << " in '"
-        << c.local.value << "' > tol " << num(c.tol) << "\n";
+  auto overflow_text = [&](const NodeCheck& c) {
+    const int64_t n = c.overflow_out + c.overflow_grad;
+    return cat(n, c.overflow_out ? " output" : " gradient", n == 1 ? " value" : " values",
+               " beyond ", precision_name(c.precision), "'s range (|v| up to ",
+               num(c.overflow_max), ") in '", c.overflow_value, "' at loss scale ", r.loss_scale);
+  };
+  for (const auto& c : r.nodes) {
+    if (c.ok && c.overflow_grad)
+      s << "overflow masked: node '" << c.node << "' (" << c.op << ", "
+        << precision_name(c.precision) << "): " << overflow_text(c)
+        << "; every parameter gradient is finite, so the trainer takes this step\n";
+    if (c.ok) continue;
+    s << "out of tolerance: node '" << c.node << "' (" << c.op << ", "
+      << precision_name(c.precision) << "): ";
+    if (c.overflow_out || c.overflow_grad)
+      s << "overflow: " << overflow_text(c) << "\n";
+    else
+      s << "local rel " << num(c.local.rel) << " in '" << c.local.value << "' > tol "
+        << num(c.tol) << "\n";
+  }
   return s.str();
 }
 
@@ -336,11 +381,16 @@ std::string check_json(const CheckReport& r) {
   j["device"] = device_name(r.device);
   j["loss_scale"] = r.loss_scale;
   j["overflow_retries"] = r.overflow_retries;
+  j["parameter_gradients_finite"] = r.grads_finite;
   j["loss"] = {{"checked", r.loss_checked}, {"reference", r.loss_ref}};
   j["nodes"] = nlohmann::json::array();
   for (const auto& c : r.nodes)
     j["nodes"].push_back({{"node", c.node}, {"op", c.op}, {"precision", precision_name(c.precision)},
                           {"out", err(c.out)}, {"grad", err(c.grad)}, {"local", err(c.local)},
+                          {"overflow", {{"forward", c.overflow_out},
+                                        {"gradient", c.overflow_grad},
+                                        {"max_abs", c.overflow_max},
+                                        {"value", c.overflow_value}}},
                           {"tol", c.tol}, {"ok", c.ok}});
   j["summary"] = {{"nodes_checked", r.nodes.size()}, {"failing", r.failing},
                   {"worst_node", r.worst_node}, {"worst_local_rel_over_tol", r.worst_ratio},

@@ -74,6 +74,13 @@ struct NodeCheck {
   bool grad_only = false;        // a parameter-gradient Sum (no forward outputs)
   ValueError out, grad;          // end-to-end, against the FP32 reference run
   ValueError local;              // against the FP32 kernel on this path's inputs (the gate)
+  // Elements the checked path rounded to ±inf because the FP32 kernel's value is beyond the
+  // format's range (65504 for FP16): left out of `local`, counted here. Forward overflows fail;
+  // gradient overflows fail only when the parameter gradients are not all finite (otherwise they
+  // were masked downstream, e.g. by ReLU, and the trainer takes the step).
+  int64_t overflow_out = 0, overflow_grad = 0;
+  double overflow_max = 0.0;   // the largest |FP32 value| among them
+  std::string overflow_value;  // the value holding it
   double tol = 0.0;
   bool ok = true;
 };
@@ -84,6 +91,7 @@ struct CheckReport {
   Device device = Device::CPU;
   double loss_scale = 1.0;
   int overflow_retries = 0;  // dynamic S: halvings before the gradients were finite
+  bool grads_finite = true;  // every parameter gradient of the checked path is finite at S
   double loss_ref = 0.0, loss_checked = 0.0;
   std::vector<NodeCheck> nodes;  // graph order
   size_t failing = 0;

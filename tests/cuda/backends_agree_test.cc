@@ -513,6 +513,19 @@ const std::vector<Case>& cases() {
     v.push_back({"GeluGrad", 1, {{"approximate", attr_s("tanh")}}, {flt({3, 17}), flt({3, 17})}});
     v.push_back({"ClipGrad", 1, {}, {flt({3, 17}), flt({3, 17}), In{In::NegUnit, {}},
                                      In{In::Unit, {}}}});
+    // A dY that overflowed to ±inf where the mask is 0 gives dX = 0 (not inf·0 = NaN), as
+    // the CPU's select and PyTorch's threshold_backward / hardtanh_backward.
+    {
+      const float inf = INFINITY;
+      v.push_back({"ReluGrad", 1, {}, {vals({4}, {inf, 1.f, -inf, 2.f}), vals({4}, {0.f, 1.f, 0.f, 2.f})},
+                   1, {DType::F32, DType::F16, DType::BF16}, "overflowed dY masked"});
+      v.push_back({"ClipGrad", 1, {}, {vals({4}, {inf, 1.f, -inf, 2.f}),
+                                       vals({4}, {-2.f, 0.5f, 3.f, 0.f}), vals({}, {-1.f}),
+                                       vals({}, {1.f})},
+                   1, {DType::F32, DType::F16, DType::BF16}, "overflowed dY masked"});
+      v.push_back({"HardSwishGrad", 1, {}, {vals({2}, {inf, 1.f}), vals({2}, {-4.f, 1.f})}, 1,
+                   {DType::F32, DType::F16, DType::BF16}, "overflowed dY masked"});
+    }
     v.push_back({"SumToShape", 1, {}, {flt({2, 3, 4}), ints({3, 1})}});
     v.push_back({"SumToShape", 1, {}, {flt({5, 6}), ints({6})}});
     v.push_back({"ReduceGrad", 1, {{"axes", attr_ints({1})}, {"mean", attr_i(1)}},

@@ -34,10 +34,27 @@ __device__ __forceinline__ float slope(float v, float a, float b) {
   return 0.f;
 }
 
+// Where a gradient is a mask, dX is 0 there whatever dY holds (the CPU kernels' select and
+// PyTorch's threshold_backward / hardtanh_backward): an FP16 dY that overflowed to ±inf under a
+// large loss scale at an inactive ReLU gives 0, not inf·0 = NaN, so the overflow stays masked and
+// the step is taken, as on the CPU path (train/check.h).
+template <ActGrad Op>
+__device__ __forceinline__ bool masked_out(float v, float a, float b) {
+  if constexpr (Op == ActGrad::Relu) return !(v > 0.f);
+  if constexpr (Op == ActGrad::Clip) return !(v >= a && v <= b);
+  if constexpr (Op == ActGrad::HardSigmoid) {
+    const float u = a * v + b;
+    return !(u > 0.f && u < 1.f);
+  }
+  if constexpr (Op == ActGrad::HardSwish) return v < -3.f;
+  return false;
+}
+
 template <ActGrad Op, class T>
 __global__ void act_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, float a, float b) {
   OAT_GRID_STRIDE_LOOP(i, n) {
-    dx[i] = from_float<T>(to_float(dy[i]) * slope<Op>(to_float(v[i]), a, b));
+    const float x = to_float(v[i]);
+    dx[i] = from_float<T>(masked_out<Op>(x, a, b) ? 0.f : to_float(dy[i]) * slope<Op>(x, a, b));
   }
 }
 

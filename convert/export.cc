@@ -95,6 +95,14 @@ void lower_bn_params(Graph& g, const PrecisionPlan& plan, ApplyReport& report) {
   std::set<std::string> bn_names;
   for (const Node* n : bns) bn_names.insert(n->name);
   std::map<std::string, std::string> cast_of;  // value -> its low-precision Cast output
+  // Every name in use: a Cast that apply_plan already placed for another reader of v (an
+  // Identity of a BN parameter, as torch writes) is named "<v>_to_fp16" too.
+  std::set<std::string> taken;
+  for (const Node& n : g.nodes) {
+    taken.insert(n.name);
+    taken.insert(n.outputs.begin(), n.outputs.end());
+  }
+  for (const auto& v : g.inputs) taken.insert(v.name);
   std::vector<Node> nodes;
   for (Node& n : g.nodes) {
     if (bn_names.count(n.name)) {
@@ -119,8 +127,10 @@ void lower_bn_params(Graph& g, const PrecisionPlan& plan, ApplyReport& report) {
         if (init != g.initializers.end() && init->second.dtype() == low) continue;
         auto [it, fresh] = cast_of.emplace(v, cat(v, "_to_", low == DType::F16 ? "fp16" : "bf16"));
         if (fresh) {
-          while (g.initializers.count(it->second) || g.value_info.count(it->second))
+          while (g.initializers.count(it->second) || g.value_info.count(it->second) ||
+                 taken.count(it->second))
             it->second += "_";
+          taken.insert(it->second);
           Node c;
           c.name = it->second;
           c.op_type = "Cast";

@@ -6,9 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "convert/auto_search.h"
 #include "convert/graph_build.h"
+#include "runtime/executor.h"
 
 using namespace oat;
 using namespace oat::convert;
@@ -94,6 +96,28 @@ TEST_SUITE("export") {
         CHECK(c.graph.initializers.at(p).dtype() == params);
       }
     }
+  }
+
+  TEST_CASE("BatchNormalization: a parameter also read through an Identity gets one Cast name") {
+    // torch's eval-mode DenseNet: a zero conv bias is written as Identity(BN bias). apply_plan
+    // casts the bias for the FP16 Identity ("bias_to_fp16"); the FP16 BN parameters need a
+    // Cast of it too, which must not reuse that name (the checker wants SSA).
+    GraphBuild b;
+    b.input("x", DType::F32, {1, 2, 3, 3});
+    b.weight("W", {2, 2, 1, 1}).weight("scale", {2}, 1.0f).weight("bias", {2}, 0.0f);
+    b.weight("mean", {2}, 0.1f).weight("var", {2}, 1.0f);
+    b.node("Conv", {"x", "W"}, {"c"}, "conv");
+    b.node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"n"}, "bn");
+    b.node("Identity", {"bias"}, {"conv2_bias"}, "alias");
+    b.node("Conv", {"n", "W", "conv2_bias"}, {"y"}, "conv2");
+    b.output("y");
+    const ConvertedGraph c = convert_for_inference(b.g, {});
+    CHECK(entry(c.plan, "bn").dtype == DType::F16);
+    std::set<std::string> written;
+    for (const Node& n : c.graph.nodes)
+      for (const auto& o : n.outputs) CHECK_MESSAGE(written.insert(o).second, o, " written twice");
+    const Tensor x = Tensor::from_vector<float>({1, 2, 3, 3}, std::vector<float>(18, 0.5f));
+    CHECK(Executor(c.graph).run({{"x", cast_tensor(x, DType::F16)}})[0].dtype() == DType::F16);
   }
 
   TEST_CASE("--to bf16 keeps Conv FP32 where ONNX has no bfloat16 Conv, with the reason") {

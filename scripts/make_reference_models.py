@@ -44,7 +44,7 @@ import sys
 SCRIPT = os.path.abspath(__file__)
 
 # ---- cases -----------------------------------------------------------------------------------
-# kind: "torchvision" (arch) or "transformer"; shape: one sample's input shape;
+# kind: "torchvision" (arch), "vit", "convnext", "densenet" or "transformer"; shape: one sample's input shape;
 # export_batch: the fixed batch of the exported file; ref_batch: the batch of the reference data;
 # batch_agnostic: the fixed-batch graph runs any batch (model.onnx is the fixed-batch file);
 # keep_batchnorm: export BatchNormalization nodes (TrainingMode.PRESERVE on an eval-mode model)
@@ -72,6 +72,12 @@ CASES = {
                               batch_agnostic=True),
         "efficientnet_b0": dict(kind="torchvision", arch="efficientnet_b0", shape=(3, 64, 64),
                                 batch_agnostic=True, keep_batchnorm=True),
+        # Small torchvision transformers and a DenseNet, built from their classes: ViT (class
+        # token Concat + Expand, nn.MultiheadAttention), ConvNeXt (permute + LayerNorm, layer
+        # scale), DenseNet (BatchNormalization before each Conv, so torch keeps it).
+        "vit_tiny_32": dict(kind="vit", shape=(3, 32, 32), batch_agnostic=False),
+        "convnext_tiny_64": dict(kind="convnext", shape=(3, 64, 64), batch_agnostic=True),
+        "densenet_small_64": dict(kind="densenet", shape=(3, 64, 64), batch_agnostic=True),
         "transformer_encoder": dict(TRANSFORMER_SMALL, batch_agnostic=False),
         # torch exports LayerNorm as one LayerNormalization node from opset 17 on.
         "transformer_encoder_opset17": dict(TRANSFORMER_SMALL, batch_agnostic=False, opset=17),
@@ -161,6 +167,23 @@ def build_model(cfg):
                 return self.head(torch.einsum("bse->be", z) / z.shape[1])
 
         model = EinsumMixer(cfg["shape"][1], cfg["hidden"], cfg["classes"])
+    elif cfg["kind"] == "vit":
+        from torchvision.models import VisionTransformer
+
+        model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                  hidden_dim=64, mlp_dim=128, num_classes=10)
+        nn.init.normal_(model.heads.head.weight, std=0.2)  # torchvision starts it at zero
+    elif cfg["kind"] == "convnext":
+        from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+
+        # layer_scale 0.1, not torchvision's 1e-6, so the blocks change the output measurably.
+        model = ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)],
+                         layer_scale=0.1, num_classes=10)
+    elif cfg["kind"] == "densenet":
+        from torchvision.models import DenseNet
+
+        model = DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, bn_size=2,
+                         num_classes=10)
     else:
 
         class Encoder(nn.Module):

@@ -1,5 +1,5 @@
 // Real models against ONNX Runtime: torchvision CNNs (ResNet-18, MobileNetV2, ShuffleNetV2,
-// SqueezeNet 1.1, EfficientNet-B0 at 64x64), an nn.TransformerEncoder and nn.LSTM / GRU / RNN
+// SqueezeNet 1.1, EfficientNet-B0 at 64x64; small ViT, ConvNeXt, DenseNet), an nn.TransformerEncoder and nn.LSTM / GRU / RNN
 // classifiers (ONNX LSTM/GRU/RNN nodes, run unrolled as composite ops), exported by torch.onnx
 // (opsets 13, 14, 17 and 18) and run by our CPU FP32 executor on the same batch ONNX Runtime ran.
 //
@@ -124,6 +124,15 @@ TEST_SUITE("models") {
   TEST_CASE("squeezenet1_1 agrees with ONNX Runtime") { check_against_ort("squeezenet1_1"); }
   TEST_CASE("efficientnet_b0 (BatchNormalization kept) agrees with ONNX Runtime") {
     check_against_ort("efficientnet_b0");
+  }
+  TEST_CASE("vit_tiny_32 (torchvision VisionTransformer: class token, MultiheadAttention) agrees with ONNX Runtime") {
+    check_against_ort("vit_tiny_32");
+  }
+  TEST_CASE("convnext_tiny_64 (torchvision ConvNeXt: permute + LayerNorm, layer scale) agrees with ONNX Runtime") {
+    check_against_ort("convnext_tiny_64");
+  }
+  TEST_CASE("densenet_small_64 (torchvision DenseNet: BatchNormalization before Conv) agrees with ONNX Runtime") {
+    check_against_ort("densenet_small_64");
   }
   TEST_CASE("transformer_encoder (opset 13) agrees with ONNX Runtime") {
     check_against_ort("transformer_encoder");

@@ -21,6 +21,7 @@
 #include "onnx_loader/model.h"
 #include "runtime/composite.h"
 #include "runtime/executor.h"
+#include "train/initializer_aliases.h"
 
 namespace oat::cli {
 
@@ -134,6 +135,14 @@ int run_inspect(const InspectOptions& o) {
       other_bytes += t.nbytes();
     }
   }
+  // Identity copies of float initializers (torch.onnx's merged equal-valued parameters), which
+  // training unties into parameters of their own (train/initializer_aliases.h).
+  std::vector<std::string> aliases;
+  int64_t alias_elems = 0;
+  {
+    const Graph untied = train::untie_initializer_aliases(g, &aliases);
+    for (const auto& a : aliases) alias_elems += untied.initializers.at(a).numel();
+  }
   const auto unsupported = cannot_run(g);
 
   if (o.json) {
@@ -152,6 +161,8 @@ int run_inspect(const InspectOptions& o) {
     j["parameters"] = params;
     j["parameter_bytes"] = param_bytes;
     j["parameter_tensors"] = num_params;
+    j["aliased_parameter_tensors"] = aliases.size();  // trained as parameters of their own
+    j["trained_parameters"] = params + alias_elems;
     j["other_initializer_elements"] = other_elems;
     j["other_initializer_bytes"] = other_bytes;
     j["unsupported"] = nlohmann::json::array();
@@ -180,6 +191,12 @@ int run_inspect(const InspectOptions& o) {
   std::cout << "\nparameters " << params << " (" << param_bytes << " bytes, " << std::fixed
             << std::setprecision(2) << param_bytes / 1048576.0 << " MiB) in " << num_params
             << " tensors\n";
+  if (!aliases.empty())
+    std::cout << "aliases    " << aliases.size()
+              << " Identity copies of parameters (the exporter merged parameters that started "
+                 "equal); training unties them: "
+              << params + alias_elems << " parameters in " << num_params + aliases.size()
+              << " tensors\n";
   if (g.initializers.size() > static_cast<size_t>(num_params))
     std::cout << "other      " << g.initializers.size() - static_cast<size_t>(num_params)
               << " integer/bool initializers, " << other_elems << " elements (" << other_bytes

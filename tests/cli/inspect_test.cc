@@ -89,6 +89,35 @@ TEST_CASE("inspect --json carries the same report as data") {
   CHECK(j["warnings"].empty());
 }
 
+TEST_CASE("inspect counts the parameters training unties from Identity copies") {
+  // torch.onnx's eval-mode export of two equal layers: B2 = Identity(B) stands for a second bias.
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {"batch", 4});
+  mb.init_f32("W", {4, 3}, std::vector<float>(12, 0.5f));
+  mb.init_f32("B", {3}, {0, 0, 0});
+  mb.init_f32("W2", {3, 3}, std::vector<float>(9, 0.5f));
+  mb.node("Identity", {"B"}, {"B2"}, "alias");
+  mb.node("Gemm", {"x", "W", "B"}, {"h"}, "fc");
+  mb.node("Gemm", {"h", "W2", "B2"}, {"y"}, "fc2");
+  mb.output("y", kFloat, {"batch", 3});
+  const std::string model = mb.save(dir.path / "aliased.onnx");
+  CliResult r = run_cli({"inspect", model}, dir);
+  CAPTURE(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(has(r.out, "parameters 24 (96 bytes"));
+  CHECK(has(r.out, "aliases    1 Identity copies of parameters"));
+  CHECK(has(r.out, "training unties them: 27 parameters in 4 tensors"));
+  CliResult rj = run_cli({"inspect", model, "--json"}, dir);
+  REQUIRE(rj.status == 0);
+  nlohmann::json j = nlohmann::json::parse(rj.out);
+  CHECK(j["aliased_parameter_tensors"] == 1);
+  CHECK(j["trained_parameters"] == 27);
+  // Without aliases the line is absent.
+  CliResult plain = run_cli({"inspect", sample_model().save(dir.path / "s.onnx")}, dir);
+  CHECK(!has(plain.out, "aliases"));
+}
+
 TEST_CASE("inspect of a fully supported model, and of an opset-18 model") {
   TempDir dir;
   ModelBuilder ok = sample_model();

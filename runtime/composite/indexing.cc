@@ -21,9 +21,9 @@
 //   lin[p] = batch(p)·P + Σ_j idx'[p, j]·s_j,   idx' = idx < 0 ? idx + d_{b+j} : idx
 //   Y = Gather(flat, lin, axis 0)            shape indices.shape[:-1] + data.shape[b+k:]
 // where batch(p) is the linear index of p's first b coordinates. Needs the rank of indices, its
-// last dim k and data's first b + k dims fixed in value_info; the other dims may be symbolic. The
-// components are not range-checked one by one: a component outside [-d, d) that keeps lin in
-// range reads another row instead of failing (lin itself is checked by Gather).
+// last dim k and data's first b + k dims fixed in value_info; the other dims may be symbolic. A
+// tuple with a component outside [-d, d) gets lin = −(B·P) − 1, so Gather refuses it (as it
+// refuses a lin out of range) instead of reading another row.
 //
 // ScatterElements (opsets 11, 13, 16, 18) and Scatter (opsets 9, 11; as ScatterElements with
 // reduction none), axis default 0, with sa(u) = GatherElementsGrad(u, shape(data), indices, axis),
@@ -211,12 +211,19 @@ Flat flatten_nd(Expansion& e, int64_t b) {
   int64_t stride = 1;
   std::vector<int64_t> strides(static_cast<size_t>(k));
   for (int64_t j = k - 1; j >= 0; --j) strides[j] = stride, stride *= d[b + j];
-  std::string lin;
+  std::string lin, bad;
   for (int64_t j = 0; j < k; ++j) {
     const std::string tag = cat("index", j);
     std::string c = op(e, "Gather", {idx, e.ints({j}, tag + "_at", true)}, tag, DType::I64,
                        {{"axis", int_attribute(-1)}});
-    c = wrap_negative(e, c, e.ints({d[b + j]}, tag + "_size", true), tag + "_wrapped");
+    const std::string size = e.ints({d[b + j]}, tag + "_size", true);
+    c = wrap_negative(e, c, size, tag + "_wrapped");
+    // Outside [0, d) after wrapping: the tuple is out of range.
+    const std::string below =
+        op(e, "Less", {c, e.ints({0}, tag + "_zero", true)}, tag + "_below", DType::Bool);
+    const std::string above = op(e, "GreaterOrEqual", {c, size}, tag + "_above", DType::Bool);
+    const std::string out = op(e, "Or", {below, above}, tag + "_out", DType::Bool);
+    bad = bad.empty() ? out : op(e, "Or", {bad, out}, tag + "_any_out", DType::Bool);
     if (strides[j] != 1)
       c = op(e, "Mul", {c, e.ints({strides[j]}, tag + "_stride", true)}, tag + "_scaled",
              DType::I64);
@@ -231,7 +238,11 @@ Flat flatten_nd(Expansion& e, int64_t b) {
     const std::string off = e.constant_tensor(Tensor::from_vector<int64_t>(bs, v), "batch_offset");
     lin = op(e, "Add", {lin, off}, "linear", DType::I64);
   }
-  f.lin = lin;
+  // A tuple with a component out of range reads row −(B·P) − 1, which Gather / GatherGrad refuse
+  // with an out-of-range error (without this, e.g. [0, 5] into [3, 4] would read row 1's first
+  // element).
+  f.lin = op(e, "Where", {bad, e.ints({-(B * P) - 1}, "out_of_range", true), lin},
+             "linear_checked", DType::I64);
   return f;
 }
 

@@ -230,6 +230,13 @@ TEST_CASE("GatherND: hand values, negative indices, batch_dims, int64 and F16 da
         }) ==
         "node 'n0' (GatherND, opset 13): batch_dims 2 must be in [0, min(rank(data), "
         "rank(indices))) = [0, 2)");
+  // A component out of range whose linear row would be in range ([0, 2] into [2, 2] is row 2 of
+  // 4, and [1, -3] is row 1) is refused, not read from another row.
+  for (const Tensor& bad : {i64s({1, 2}, {0, 2}), i64s({1, 2}, {1, -3})}) {
+    const std::string m = message_of([&] { run_node("GatherND", 13, {}, {d22, bad}); });
+    CAPTURE(m);
+    CHECK(m.find("out of range") != std::string::npos);
+  }
 }
 
 TEST_CASE("ScatterElements and Scatter: hand values, axes, negative indices, add, F16") {
@@ -336,6 +343,13 @@ TEST_CASE("ScatterND: hand values, slices, negative indices, add, F16") {
         }) ==
         "node 'n0' (ScatterND, opset 16): reduction 'mul' is not supported (none and add "
         "are)");
+  // As GatherND: an out-of-range component is refused even where the linear row exists.
+  const Tensor d22 = Tensor::from_vector<float>({2, 2}, {0, 1, 2, 3});
+  const std::string m = message_of([&] {
+    run_node("ScatterND", 13, {}, {d22, i64s({1, 2}, {0, 2}), Tensor::from_vector<float>({1}, {9})});
+  });
+  CAPTURE(m);
+  CHECK(m.find("out of range") != std::string::npos);
 }
 
 TEST_CASE("ReverseSequence: both layouts, trailing dims, full and zero-free lengths") {

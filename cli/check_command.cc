@@ -10,6 +10,7 @@
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/composite.h"
+#include "runtime/executor.h"
 #include "runtime/cuda/device.h"
 #include "runtime/threads.h"
 #include "train/check.h"
@@ -37,14 +38,20 @@ CheckCommand::CheckCommand(CLI::App& app) {
                    "(fails without a device)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd_->add_option("--data", o_.data,
-                   "random (N(0,1) inputs, uniform labels, by --seed), an IDX folder or "
-                   "fashion-mnist (its first training batch)");
+                   "random (N(0,1) inputs, or uniform ids below the embedding's size for an "
+                   "integer input; uniform labels; by --seed), an IDX folder, fashion-mnist (its "
+                   "first training batch) or X.npy (its first inputs, random labels)");
   cmd_->add_option("--normalize", o_.normalize, "MEAN,STD as for train (IDX data)")
       ->delimiter(',')
       ->expected(2);
   cmd_->add_option("--seed", o_.seed, "Seed of the random batch");
   cmd_->add_option("--loss", o_.loss, "cross-entropy | mse | l1 | bce-with-logits | model")
       ->check(CLI::IsMember({"cross-entropy", "mse", "l1", "bce-with-logits", "model"}));
+  cmd_->add_option("--class-axis", o_.class_axis,
+                   "cross-entropy: the output's class axis (default: rank 3 -> last, rank >= 4 "
+                   "-> 1; negative counts from the end)");
+  cmd_->add_option("--ignore-index", o_.ignore_index,
+                   "cross-entropy: label value that does not count (default -100)");
   cmd_->add_option("--loss-scale", o_.loss_scale,
                    "Backward seed of both paths (default: 65536 for fp16, halved while the "
                    "gradients overflow; 1 otherwise)")
@@ -79,22 +86,49 @@ void scale_in_place(Tensor& t, float factor) {
   std::memcpy(t.raw_data(), back.raw_data(), t.nbytes());
 }
 
-// The batch: the first --batch samples of --data, or random N(0,1) inputs and uniform labels.
+// The batch: the first --batch samples of --data, or random inputs and uniform labels. Random
+// inputs are N(0,1) floats, or for an integer (token id) input uniform ids in [0, bound), bound
+// the size of the table a Gather indexes with them. Cross-entropy labels have the output's
+// shape without the class axis; where the declared output shape leaves that open, the model
+// runs once on the input to see it. `labels` comes back with the class axis fixed, `axis_line`
+// says how it was chosen.
 void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossKind loss,
-                      Tensor& input, Tensor& target) {
-  train::BatchLayout layout = train::layout_for(g, loss);
+                      train::LabelOptions& labels, std::string& axis_line, Tensor& input,
+                      Tensor& target) {
+  train::BatchLayout layout = train::layout_for(g, loss, "", labels);
   if (!o.normalize.empty()) {
     if (!(o.normalize[1] > 0.0f))
       throw Error(cat("--normalize ", o.normalize[0], ",", o.normalize[1], ": STD must be positive"));
+    if (is_integer(layout.input_dtype))
+      throw Error(cat("--normalize does not apply to the model's ", dtype_name(layout.input_dtype),
+                      " (token id) input"));
     layout.input_mean = o.normalize[0];
     layout.input_std = o.normalize[1];
   }
-  if (o.data != "random") {
+  const ValueInfo& in = train::data_input_of(g);
+  std::mt19937_64 rng(o.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const bool npy = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".npy") == 0;
+  if (npy) {
+    // Inputs from the file (labels random below).
+    train::Dataset d{onnx_loader::read_npy(o.data), Tensor()};
+    d.targets = Tensor(DType::I64, {d.size()});  // placeholder: only the inputs are checked
+    train::BatchLayout inputs_only = layout;
+    inputs_only.target_dtype = DType::I64;
+    inputs_only.target_shape = {};
+    inputs_only.num_classes = 0;
+    std::fill(d.targets.data<int64_t>(), d.targets.data<int64_t>() + d.size(), int64_t{0});
+    train::check_dataset(d, inputs_only, cat("--data ", o.data));
+    const int64_t n = std::min<int64_t>(o.batch, d.size());
+    std::vector<int64_t> idx(n);
+    for (int64_t i = 0; i < n; ++i) idx[i] = i;
+    input = train::make_batch(d, inputs_only, idx, 0, n).inputs;
+  } else if (o.data != "random") {
     std::string dir = train::named_dataset_dir(o.data);
     if (dir.empty()) dir = o.data;
     if (!fs::is_directory(dir))
-      throw Error(cat("--data ", o.data, ": not 'random', a folder or a known dataset name "
-                      "(fashion-mnist)"));
+      throw Error(cat("--data ", o.data, ": not 'random', a folder, an .npy file or a known "
+                      "dataset name (fashion-mnist)"));
     train::IdxFolder f = train::load_idx_folder(dir);
     train::Dataset d{f.train.images, f.train.labels};
     train::check_dataset(d, layout, cat("--data ", o.data));
@@ -104,25 +138,62 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
     train::Batch b = train::make_batch(d, layout, idx, 0, n);
     input = b.inputs;
     target = b.targets;
+    if (loss == train::LossKind::CrossEntropy)
+      labels.class_axis = layout.class_axis;
     return;
+  } else {
+    Shape xs = {o.batch};
+    xs.insert(xs.end(), layout.sample_shape.begin(), layout.sample_shape.end());
+    if (is_integer(layout.input_dtype)) {
+      if (layout.input_bound <= 0)
+        throw Error(cat("input '", in.name, "' takes ", dtype_name(layout.input_dtype),
+                        " ids, but no Gather of a table of known size consumes it, so check "
+                        "cannot make random ids: give --data IDS.npy"));
+      std::uniform_int_distribution<int64_t> id(0, layout.input_bound - 1);
+      input = Tensor(layout.input_dtype, xs);
+      for (int64_t i = 0; i < input.numel(); ++i) {
+        if (layout.input_dtype == DType::I64) input.data<int64_t>()[i] = id(rng);
+        else input.data<int32_t>()[i] = static_cast<int32_t>(id(rng));
+      }
+    } else {
+      input = Tensor(DType::F32, xs);
+      for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = normal(rng);
+    }
   }
-  std::mt19937_64 rng(o.seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Shape xs = {o.batch};
-  xs.insert(xs.end(), layout.sample_shape.begin(), layout.sample_shape.end());
-  input = Tensor(DType::F32, xs);
-  for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = normal(rng);
   if (loss == train::LossKind::Model) return;
   if (loss == train::LossKind::CrossEntropy) {
-    if (layout.num_classes <= 0)
-      throw Error("cross-entropy needs a fixed class count in the model's output shape [N, C]; "
-                  "give --data, or --loss mse/l1");
-    std::uniform_int_distribution<int64_t> label(0, layout.num_classes - 1);
-    target = Tensor(DType::I64, {o.batch});
-    for (int64_t i = 0; i < o.batch; ++i) target.data<int64_t>()[i] = label(rng);
+    const train::ClassAxis ca = train::resolve_class_axis(g.outputs.at(0), labels);
+    axis_line = ca.why;
+    labels.class_axis = ca.axis;
+    // The labels' shape: the output's without the class axis. Where the declared shape leaves
+    // a dimension (or the class count) open, the model runs once to see it.
+    Shape out_shape = {input.dim(0)};
+    bool known = g.outputs[0].shape.has_value();
+    if (known)
+      for (size_t d = 1; d < g.outputs[0].shape->size(); ++d) {
+        known = known && (*g.outputs[0].shape)[d].fixed();
+        out_shape.push_back((*g.outputs[0].shape)[d].value);
+      }
+    if (!known) {
+      Executor exec(g);
+      std::vector<Tensor> outs = exec.run({{in.name, input}});
+      out_shape = outs.at(0).shape();
+    }
+    if (static_cast<int64_t>(out_shape.size()) != ca.rank)
+      throw Error(cat("output '", g.outputs[0].name, "' is ", shape_str(out_shape),
+                      " when run, not of rank ", ca.rank));
+    const int64_t classes = out_shape[static_cast<size_t>(ca.axis)];
+    if (classes <= 0)
+      throw Error(cat("output '", g.outputs[0].name, "' is ", shape_str(out_shape),
+                      ": no classes at axis ", ca.axis));
+    Shape ls = out_shape;
+    ls.erase(ls.begin() + ca.axis);
+    std::uniform_int_distribution<int64_t> label(0, classes - 1);
+    target = Tensor(DType::I64, ls);
+    for (int64_t i = 0; i < target.numel(); ++i) target.data<int64_t>()[i] = label(rng);
     return;
   }
-  Shape ts = {o.batch};
+  Shape ts = {input.dim(0)};
   ts.insert(ts.end(), layout.target_shape.begin(), layout.target_shape.end());
   target = Tensor(DType::F32, ts);
   for (int64_t i = 0; i < target.numel(); ++i)
@@ -148,6 +219,11 @@ int run_check(const CheckCommandOptions& o) {
     why_cpu = cat("no CUDA device: ", cuda::describe_device(0));
   }
   c.loss = train::parse_loss(o.loss);
+  if (c.loss != train::LossKind::CrossEntropy &&
+      (o.class_axis != INT64_MIN || o.ignore_index != -100))
+    throw Error(cat("--class-axis and --ignore-index apply to --loss cross-entropy, not ", o.loss));
+  if (o.class_axis != INT64_MIN) c.labels.class_axis = o.class_axis;
+  c.labels.ignore_index = o.ignore_index;
   c.loss_scale = o.loss_scale;
   if (o.rtol_fp32 >= 0) c.tol.fp32 = c.tol.fp32_cuda = o.rtol_fp32;
   if (o.rtol_fp16 >= 0) c.tol.fp16 = o.rtol_fp16;
@@ -180,13 +256,17 @@ int run_check(const CheckCommandOptions& o) {
     };
   }
   Tensor input, target;
-  make_check_batch(o, model.graph, c.loss, input, target);
+  std::string axis_line;
+  make_check_batch(o, model.graph, c.loss, c.labels, axis_line, input, target);
 
   std::cout << "check " << train::check_mode_line(c, why_cpu) << "\n";
   std::cout << "model " << o.model << ", batch " << input.dim(0) << " ("
             << (o.data == "random" ? cat("random, seed ", o.seed) : cat("first batch of ", o.data))
-            << "), input " << shape_str(input.shape()) << "\n"
-            << std::flush;
+            << "), input " << dtype_name(input.dtype()) << " " << shape_str(input.shape()) << "\n";
+  if (!axis_line.empty())
+    std::cout << "cross-entropy over " << axis_line << ", labels " << shape_str(target.shape())
+              << "\n";
+  std::cout << std::flush;
   train::CheckReport r = train::run_check(model.graph, input, target, c);
   r.mode = train::check_mode_line(c, why_cpu);
   if (!o.inject_error.empty() && !*fired)

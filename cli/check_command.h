@@ -7,6 +7,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,12 @@ struct CheckCommandOptions {
   int64_t batch = 4;
   std::string device = "auto";     // auto (cuda when a device answers) | cpu | cuda
   std::string data = "random";     // random | IDX folder | fashion-mnist: its first training batch
+                                   // | X.npy: its first inputs (random labels)
   std::vector<float> normalize;    // MEAN,STD as train's --normalize
   uint64_t seed = 0;
   std::string loss = "cross-entropy";
+  int64_t class_axis = INT64_MIN;  // INT64_MIN: by the rule (train/training_graph.h)
+  int64_t ignore_index = -100;
   double loss_scale = 0.0;  // 0: dynamic start (65536 for fp16, halved on overflow), 1 otherwise
   double rtol_fp32 = -1, rtol_fp16 = -1, rtol_bf16 = -1;  // < 0: the defaults of train/check.h
   std::string op_lists;

@@ -37,6 +37,9 @@ void add_data_options(CLI::App* c, DataOptions& d) {
 // --normalize MEAN,STD into the layout (STD must be positive and finite).
 void apply_normalize(const DataOptions& d, train::BatchLayout& layout) {
   if (d.normalize.empty()) return;
+  if (is_integer(layout.input_dtype))
+    throw Error(cat("--normalize does not apply to the model's ", dtype_name(layout.input_dtype),
+                    " (token id) input"));
   const float mean = d.normalize[0], std = d.normalize[1];
   if (!(std > 0.0f) || !std::isfinite(std) || !std::isfinite(mean))
     throw Error(cat("--normalize ", mean, ",", std, ": STD must be positive and MEAN finite"));
@@ -75,6 +78,19 @@ LoadedData load_data(const DataOptions& d, bool need_train) {
   if (need_train && !r.train.inputs.defined())
     throw Error("no training data: give --data DIR|fashion-mnist or --train-x/--train-y");
   return r;
+}
+
+// The run's lines about its data: the loss's class axis and, for token ids, their bound.
+void print_data_lines(const train::TrainingGraph& tg, const train::BatchLayout& layout) {
+  if (!tg.class_axis.why.empty())
+    std::cout << "cross-entropy over " << tg.class_axis.why << ", ignore_index "
+              << layout.ignore_index << "\n";
+  if (is_integer(layout.input_dtype)) {
+    std::cout << "input '" << tg.data_input << "': " << dtype_name(layout.input_dtype)
+              << " ids fed as they are";
+    if (layout.input_bound > 0) std::cout << ", in [0, " << layout.input_bound << ")";
+    std::cout << "\n";
+  }
 }
 
 // --precision and the loss-scaling options into the trainer's configuration.
@@ -116,6 +132,31 @@ void apply_precision(const TrainOptions& o, train::TrainerConfig& cfg) {
 
 }  // namespace
 
+void add_label_options(CLI::App* c, LabelFlags& f) {
+  c->add_option("--class-axis", f.class_axis,
+                "cross-entropy: the output's class axis (negative counts from the end). Default: "
+                "the axis whose removal gives the labels' shape (1 or the last); else rank 3 -> "
+                "last ([N, T, V]), rank >= 4 -> 1 ([N, C, H, W])");
+  c->add_option("--ignore-index", f.ignore_index,
+                "cross-entropy: label value that does not count in the loss or accuracy "
+                "(default -100, as PyTorch)");
+}
+
+train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
+                                  const Tensor* labels) {
+  train::LabelOptions o;
+  const bool ce = loss == "cross-entropy";
+  if (!ce && f.class_axis != LabelFlags::kAuto)
+    throw Error(cat("--class-axis applies to --loss cross-entropy, not ", loss));
+  if (!ce && f.ignore_index != -100)
+    throw Error(cat("--ignore-index applies to --loss cross-entropy, not ", loss));
+  if (f.class_axis != LabelFlags::kAuto) o.class_axis = f.class_axis;
+  o.ignore_index = f.ignore_index;
+  if (ce && labels && labels->defined() && labels->rank() >= 1)
+    o.label_shape = Shape(labels->shape().begin() + 1, labels->shape().end());
+  return o;
+}
+
 std::string default_output_path(const std::string& model) {
   fs::path p(model);
   fs::path stem = p.parent_path() / p.stem();
@@ -147,6 +188,7 @@ TrainCommands::TrainCommands(CLI::App& app) {
   train_->add_option("--clip-norm", t_.clip_norm, "Clip gradients to this global L2 norm");
   train_->add_option("--loss", t_.loss, "cross-entropy | mse | l1 | bce-with-logits | model")
       ->check(CLI::IsMember({"cross-entropy", "mse", "l1", "bce-with-logits", "model"}));
+  add_label_options(train_, t_.labels);
   train_->add_option("--seed", t_.seed, "Seed of the shuffle (and of Dropout)");
   train_->add_flag("--no-shuffle", t_.no_shuffle, "Keep the data's order");
   train_->add_option("--threads", t_.threads, "CPU threads (0: all cores)");
@@ -193,6 +235,7 @@ TrainCommands::TrainCommands(CLI::App& app) {
   add_data_options(eval_, e_.data);
   eval_->add_option("--batch", e_.batch, "Batch size")->check(CLI::PositiveNumber);
   eval_->add_option("--loss", e_.loss, "cross-entropy | mse | l1 | bce-with-logits | model");
+  add_label_options(eval_, e_.labels);
   eval_->add_option("--threads", e_.threads, "CPU threads (0: all cores)");
   eval_->add_option("--device", e_.device, "cpu | cuda (fails when no CUDA device answers)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -248,6 +291,7 @@ int run_train(const TrainOptions& o) {
   cfg.graph.optimizer.weight_decay = o.weight_decay;
   cfg.graph.clip_norm = o.clip_norm;
   cfg.graph.freeze = o.freeze;
+  cfg.graph.labels = label_options(o.labels, o.loss, &data.train.targets);
   apply_precision(o, cfg);
   apply_normalize(o.data, cfg.input);
 
@@ -263,6 +307,7 @@ int run_train(const TrainOptions& o) {
   else if (cfg.loss_scale.mode == train::LossScaleMode::Static)
     std::cout << ", loss scale " << cfg.loss_scale.init_scale;
   std::cout << "\n";
+  print_data_lines(trainer.training_graph(), trainer.layout());
   trainer.fit(data.train, data.has_val ? &data.val : nullptr);
   if (device == Device::CUDA) std::cout << "CUDA graph: " << trainer.cuda_graph_status() << "\n";
   onnx_loader::save_model(model, trainer.model_initializers(), out);
@@ -279,12 +324,19 @@ int run_eval(const EvalOptions& o) {
   const train::Dataset& d = data.has_val ? data.val : data.train;
   if (!d.inputs.defined()) throw Error("no data: give --data or --val-x/--val-y");
   const train::LossKind loss = train::parse_loss(o.loss);
-  train::BatchLayout layout = train::layout_for(model.graph, loss);
+  const train::LabelOptions labels = label_options(o.labels, o.loss, &d.targets);
+  train::BatchLayout layout = train::layout_for(model.graph, loss, "", labels);
   apply_normalize(o.data, layout);
+  if (loss == train::LossKind::CrossEntropy && !model.graph.outputs.empty())
+    std::cout << "cross-entropy over "
+              << train::resolve_class_axis(model.graph.outputs[0], labels).why << "\n";
   train::check_dataset(d, layout, "evaluation data");
   train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch, device);
   std::cout << "samples " << r.samples << "\nloss " << r.loss << "\n";
-  if (r.accuracy >= 0) std::cout << "accuracy " << 100.0 * r.accuracy << "%\n";
+  if (r.accuracy >= 0)
+    std::cout << "accuracy " << 100.0 * r.accuracy << "%"
+              << (r.positions != r.samples ? cat(" (of ", r.positions, " labelled positions)") : "")
+              << "\n";
   return 0;
 }
 

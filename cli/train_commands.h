@@ -2,11 +2,21 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "train/training_graph.h"
+
 namespace oat::cli {
+
+// Cross-entropy's labels (train/training_graph.h LabelOptions): --class-axis, --ignore-index.
+struct LabelFlags {
+  static constexpr int64_t kAuto = INT64_MIN;
+  int64_t class_axis = kAuto;  // kAuto: by the rule (labels' shape, else the output's rank)
+  int64_t ignore_index = -100;
+};
 
 struct DataOptions {
   std::string data;  // IDX folder or a named dataset ("fashion-mnist")
@@ -26,6 +36,7 @@ struct TrainOptions {
   int64_t warmup = 0, step_size = 1;
   double gamma = 0.1, clip_norm = 0.0;
   std::string loss = "cross-entropy";
+  LabelFlags labels;
   uint64_t seed = 0;
   bool no_shuffle = false;
   int threads = 0;
@@ -49,6 +60,7 @@ struct EvalOptions {
   DataOptions data;
   int64_t batch = 256;
   std::string loss = "cross-entropy";
+  LabelFlags labels;
   int threads = 0;
   std::string device = "cpu";  // cpu | cuda
 };
@@ -77,6 +89,14 @@ class TrainCommands {
 int run_train(const TrainOptions& o);
 int run_eval(const EvalOptions& o);
 int run_zoo(const ZooOptions& o);
+
+// Adds --class-axis and --ignore-index to a subcommand (train, eval, check).
+void add_label_options(CLI::App* c, LabelFlags& f);
+
+// The flags as LabelOptions, with the labels' per-sample shape when `labels` is given and
+// defined. Throws Error for --class-axis or --ignore-index with a loss other than cross-entropy.
+train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
+                                  const Tensor* labels = nullptr);
 
 // The default output path: MODEL.trained.onnx beside the input (MODEL.trained-2.onnx, ... if
 // that exists), never the input itself.

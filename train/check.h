@@ -50,6 +50,7 @@ struct CheckOptions {
   DType precision = DType::F16;  // F16, BF16 or F32 (F32 only makes sense on CUDA)
   Device device = Device::CPU;   // where the checked path runs
   LossKind loss = LossKind::CrossEntropy;
+  LabelOptions labels;  // cross-entropy: class axis and ignore_index (training_graph.h)
   // The backward seed S of both paths. <= 0: dynamic, as the loss scaler starts: 65536 for F16
   // (halved while the checked path's gradients overflow, up to 24 times), 1 for BF16/FP32.
   double loss_scale = 0.0;

@@ -39,15 +39,10 @@ double scheduled_lr(double base, const ScheduleConfig& s, int64_t step, int64_t 
   throw Error(cat("unknown learning-rate schedule '", s.kind, "' (constant, step, cosine)"));
 }
 
-BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output) {
+BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output,
+                       const LabelOptions& labels) {
   BatchLayout L;
-  const ValueInfo* in = nullptr;
-  for (const auto& v : model.inputs)
-    if (is_floating(v.dtype)) {
-      in = &v;
-      break;
-    }
-  if (!in) throw Error("the model has no float input");
+  const ValueInfo* in = &data_input_of(model);
   if (!in->shape || in->shape->empty())
     throw Error(cat("input '", in->name, "' has no declared shape; cannot cut batches for it"));
   for (size_t d = 1; d < in->shape->size(); ++d) {
@@ -56,14 +51,32 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
                       ": only the first (batch) dimension may be dynamic for training"));
     L.sample_shape.push_back((*in->shape)[d].value);
   }
-  L.input_dtype = DType::F32;
+  // Token ids stay integers of the model's type; everything else is fed as F32.
+  if (is_integer(in->dtype)) {
+    L.input_dtype = in->dtype;
+    L.input_bound = index_bound(model, in->name);
+  } else {
+    L.input_dtype = DType::F32;
+  }
   const ValueInfo* out = model.outputs.empty() ? nullptr : &model.outputs[0];
   for (const auto& v : model.outputs)
     if (v.name == output) out = &v;
   if (loss == LossKind::CrossEntropy) {
     L.target_dtype = DType::I64;
-    if (out && out->shape && out->shape->size() == 2 && (*out->shape)[1].fixed())
-      L.num_classes = (*out->shape)[1].value;
+    L.ignore_index = labels.ignore_index;
+    if (out) {
+      const ClassAxis ca = resolve_class_axis(*out, labels);
+      L.class_axis = ca.axis;
+      if (out->shape) {
+        const std::vector<Dim>& dims = *out->shape;
+        if (dims[static_cast<size_t>(ca.axis)].fixed())
+          L.num_classes = dims[static_cast<size_t>(ca.axis)].value;
+        for (int64_t d = 1; d < ca.rank; ++d)
+          if (d != ca.axis) L.target_shape.push_back(dims[static_cast<size_t>(d)].value);
+      } else if (labels.label_shape) {
+        L.target_shape = *labels.label_shape;
+      }
+    }
   } else if (loss != LossKind::Model) {
     L.target_dtype = DType::F32;
     if (out && out->shape)
@@ -75,30 +88,55 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
 
 namespace {
 
-// Host-side loss and correct count for one batch of outputs (inference evaluation).
-void score_batch(const Tensor& out, const Tensor& target, LossKind loss, double& loss_sum,
-                 int64_t& correct) {
+// Host-side loss sum and correct count for one batch of outputs (inference evaluation).
+// Cross-entropy: out is [d0, .., C at the class axis a, ..], labels the same without axis a; with
+// outer = d0·..·d(a−1) and inner = d(a+1)·.., position (o, i) has scores out[o, :, i] and label
+// labels[o·inner + i]. Each position whose label is not ignore_index adds
+//   logsumexp(scores) − scores[label]   to loss_sum,  [argmax(scores) == label]  to correct,
+// and 1 to `positions`. The other losses add each sample's mean and 1 per sample.
+void score_batch(const Tensor& out, const Tensor& target, LossKind loss, const BatchLayout& layout,
+                 double& loss_sum, int64_t& correct, int64_t& positions) {
   const int64_t n = out.dim(0);
   const float* y = out.data<float>();
   if (loss == LossKind::CrossEntropy) {
-    const int64_t c = out.numel() / n;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = y + i * c;
-      float mx = row[0];
-      int64_t arg = 0;
-      for (int64_t j = 1; j < c; ++j)
-        if (row[j] > mx) {
-          mx = row[j];
-          arg = j;
-        }
-      double s = 0;
-      for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j] - mx));
-      const int64_t label = target.data<int64_t>()[i];
-      loss_sum += std::log(s) - (row[label] - mx);
-      correct += arg == label;
-    }
+    const int64_t a = out.rank() == 2 ? 1 : layout.class_axis;
+    if (a < 1 || a >= out.rank())
+      throw Error(cat("class axis ", a, " is not an axis of the model's output ",
+                      shape_str(out.shape())));
+    Shape want = out.shape();
+    want.erase(want.begin() + a);
+    if (target.shape() != want)
+      throw Error(cat("labels ", shape_str(target.shape()), " do not fit the model's output ",
+                      shape_str(out.shape()), " with class axis ", a, " (expected ",
+                      shape_str(want), ")"));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < a; ++d) outer *= out.dim(d);
+    for (int64_t d = a + 1; d < out.rank(); ++d) inner *= out.dim(d);
+    const int64_t c = out.dim(a);
+    const int64_t* labels = target.data<int64_t>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t label = labels[o * inner + i];
+        if (label == layout.ignore_index) continue;
+        if (label < 0 || label >= c)
+          throw Error(cat("label ", label, " is not a class in [0, ", c, ")"));
+        const float* row = y + o * c * inner + i;  // scores row[j * inner]
+        float mx = row[0];
+        int64_t arg = 0;
+        for (int64_t j = 1; j < c; ++j)
+          if (row[j * inner] > mx) {
+            mx = row[j * inner];
+            arg = j;
+          }
+        double s = 0;
+        for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * inner] - mx));
+        loss_sum += std::log(s) - (row[label * inner] - mx);
+        correct += arg == label;
+        ++positions;
+      }
     return;
   }
+  // Regression / BCE: each sample's mean over its values, summed over the batch.
   const float* t = target.data<float>();
   const int64_t m = out.numel();
   double s = 0;
@@ -112,6 +150,7 @@ void score_batch(const Tensor& out, const Tensor& target, LossKind loss, double&
     }
   }
   loss_sum += s / static_cast<double>(m / n);
+  positions += n;
 }
 
 std::string fmt_time(double s) {
@@ -144,14 +183,10 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
   ExecutorOptions eo;
   eo.device = device;
   Executor exec(*graph, eo);
-  const std::string& input = [&]() -> const std::string& {
-    for (const auto& v : model.inputs)
-      if (is_floating(v.dtype)) return v.name;
-    throw Error("the model has no float input");
-  }();
+  const std::string& input = data_input_of(model).name;
   EvalResult r;
   double loss_sum = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, positions = 0;
   std::vector<int64_t> order = epoch_order(data.size(), 0, 0, false);
   BatchPrefetcher pf(data, layout, order, batch, false);
   Batch b;
@@ -160,14 +195,19 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
     std::vector<Tensor> out = exec.run(feeds);
     if (loss == LossKind::Model) {
       loss_sum += out[0].item_as_double() * b.inputs.dim(0);
+      positions += b.inputs.dim(0);
     } else {
-      score_batch(cast_tensor(out[0], DType::F32), b.targets, loss, loss_sum, correct);
+      score_batch(cast_tensor(out[0], DType::F32), b.targets, loss, layout, loss_sum, correct,
+                  positions);
     }
     r.samples += b.inputs.dim(0);
   }
-  r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
-  if (loss == LossKind::CrossEntropy && r.samples)
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  // Cross-entropy: mean over the counted positions (PyTorch's mean with ignore_index); the
+  // others: mean over samples.
+  r.loss = positions ? loss_sum / static_cast<double>(positions) : 0.0;
+  r.positions = positions;
+  if (loss == LossKind::CrossEntropy && positions)
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(positions);
   return r;
 }
 
@@ -178,9 +218,12 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
   scaler_ = LossScaler(cfg_.loss_scale);
   cfg_.graph.loss_scaling = scaler_.checks_overflow();
   tg_ = build_training_graph(model, cfg_.graph);
-  layout_ = layout_for(model, cfg_.graph.loss, tg_.output);
+  layout_ = layout_for(model, cfg_.graph.loss, tg_.output, cfg_.graph.labels);
   layout_.input_mean = cfg_.input.input_mean;
   layout_.input_std = cfg_.input.input_std;
+  if (is_integer(layout_.input_dtype) && (layout_.input_mean != 0.0f || layout_.input_std != 1.0f))
+    throw Error(cat("input normalisation does not apply to the model's ",
+                    dtype_name(layout_.input_dtype), " (token id) input '", tg_.data_input, "'"));
   for (const auto& [name, next] : tg_.updates) state_[name] = tg_.graph.initializers.at(name);
   ExecutorOptions eo;
   eo.device = cfg_.device;

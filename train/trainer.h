@@ -56,8 +56,12 @@ struct TrainerConfig {
 
 struct EvalResult {
   double loss = 0.0;
-  double accuracy = -1.0;  // < 0 when not classification
+  // Cross-entropy: the fraction of counted positions (labels not ignore_index; one per sample for
+  // [N, C] logits, one per pixel or token for dense outputs) whose argmax over the class axis is
+  // the label; < 0 when not classification.
+  double accuracy = -1.0;
   int64_t samples = 0;
+  int64_t positions = 0;  // what the loss is the mean over: counted positions, or samples
 };
 
 class Trainer {
@@ -124,7 +128,9 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
                           const Dataset& data, const BatchLayout& layout, LossKind loss,
                           int64_t batch, Device device = Device::CPU);
 
-// The batch layout a model implies for `loss` (its input's per-sample shape, target kind).
-BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output = "");
+// The batch layout a model implies for `loss` (its input's per-sample shape and dtype, target
+// kind and shape; for cross-entropy the class axis by `labels`, as build_training_graph picks it).
+BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& output = "",
+                       const LabelOptions& labels = {});
 
 }  // namespace oat::train

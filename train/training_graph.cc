@@ -59,6 +59,148 @@ bool wildcard_match(const std::string& p, const std::string& s) {
 
 namespace {
 
+std::string dims_str(const std::vector<Dim>& d) {
+  ValueInfo v;
+  v.shape = d;
+  return v.shape_string();
+}
+
+// Whether per-sample labels of shape `labels` fit the per-sample output dims `out` (a symbolic
+// output dimension fits any size).
+bool labels_fit(const std::vector<Dim>& out, const Shape& labels) {
+  if (out.size() != labels.size()) return false;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].fixed() && out[i].value != labels[i]) return false;
+  return true;
+}
+
+// The output's dims without dimension 0 (the batch) and without `axis`.
+std::vector<Dim> without_axis(const std::vector<Dim>& dims, int64_t axis) {
+  std::vector<Dim> r;
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (static_cast<int64_t>(i) != axis) r.push_back(dims[i]);
+  return r;
+}
+
+// "[N, d1, ...]" for per-sample dims or a per-sample shape.
+std::string with_n(const std::string& per_sample) {
+  return per_sample == "[]" ? "[N]" : cat("[N, ", per_sample.substr(1));
+}
+
+}  // namespace
+
+ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& o) {
+  ClassAxis r;
+  // Rank: the output's, else (no shape) that of the labels plus N and C, else [N, C].
+  if (out.shape) r.rank = static_cast<int64_t>(out.shape->size());
+  else if (o.label_shape) r.rank = static_cast<int64_t>(o.label_shape->size()) + 2;
+  const std::string what = cat("output '", out.name, "' ", out.shape_string());
+  if (r.rank < 2)
+    throw Error(cat("cross-entropy needs class scores of rank >= 2 ([N, C, ...]), but ", what,
+                    " has rank ", r.rank, " (use --loss mse or l1?)"));
+  const std::vector<Dim> dims =
+      out.shape ? *out.shape : std::vector<Dim>(static_cast<size_t>(r.rank));
+  const int64_t last = r.rank - 1;
+  auto name = [&](int64_t a) { return a == last && r.rank > 2 ? cat(a, " (last)") : cat(a); };
+  auto want = [&](int64_t a) { return with_n(dims_str(without_axis(dims, a))); };
+  auto labels_str = [&] { return with_n(shape_str(*o.label_shape)); };
+  if (o.class_axis) {
+    const int64_t a = *o.class_axis < 0 ? *o.class_axis + r.rank : *o.class_axis;
+    if (a < 1 || a >= r.rank)
+      throw Error(cat("--class-axis ", *o.class_axis, " is not a class axis of ", what,
+                      ": it must be in [1, ", r.rank - 1, "] or [", -(r.rank - 1),
+                      ", -1] (axis 0 is the batch)"));
+    r.axis = a;
+    if (o.label_shape && !labels_fit(without_axis(dims, a), *o.label_shape))
+      throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
+                      " with class axis ", a, ": cross-entropy needs labels ", want(a)));
+    r.why = cat("class axis ", name(a), " of ", what, " (--class-axis ", *o.class_axis, ")");
+    return r;
+  }
+  if (r.rank == 2) {
+    r.axis = 1;
+    if (o.label_shape && !o.label_shape->empty())
+      throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
+                      ": class logits [N, C] need labels [N]"));
+    r.why = cat("class axis 1 of ", what);
+    return r;
+  }
+  const int64_t by_rank = r.rank == 3 ? last : 1;
+  const char* rank_rule = r.rank == 3 ? "rank 3: classes last, as sequence logits [N, T, V]"
+                                      : "rank >= 4: classes at axis 1, as [N, C, H, W]";
+  if (o.label_shape) {
+    const bool fit1 = labels_fit(without_axis(dims, 1), *o.label_shape);
+    const bool fit_last = labels_fit(without_axis(dims, last), *o.label_shape);
+    if (!fit1 && !fit_last)
+      throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
+                      ": cross-entropy needs labels ", want(1), " (classes at axis 1) or ",
+                      want(last), " (classes last); --class-axis picks another axis"));
+    if (fit1 != fit_last) {
+      r.axis = fit1 ? 1 : last;
+      r.why = cat("class axis ", name(r.axis), " of ", what, " (the labels ", labels_str(),
+                  " are its shape without that axis)");
+      return r;
+    }
+    r.axis = by_rank;
+    r.why = cat("class axis ", name(r.axis), " of ", what, " (the labels ", labels_str(),
+                " fit axis 1 and the last; ", rank_rule, "; --class-axis overrides)");
+    return r;
+  }
+  r.axis = by_rank;
+  r.why = cat("class axis ", name(r.axis), " of ", what, " (", rank_rule,
+              "; --class-axis overrides)");
+  return r;
+}
+
+const ValueInfo& data_input_of(const Graph& model) {
+  for (const auto& v : model.inputs)
+    if (is_floating(v.dtype) && !model.initializers.count(v.name)) return v;
+  for (const auto& v : model.inputs)
+    if ((v.dtype == DType::I64 || v.dtype == DType::I32) && !model.initializers.count(v.name))
+      return v;
+  throw Error("the model has no float or integer (token id) input to train on");
+}
+
+int64_t index_bound(const Graph& g, const std::string& input) {
+  int64_t bound = 0;
+  std::vector<std::string> todo = {input};
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    for (const Node& n : g.nodes) {
+      if (!n.domain.empty()) continue;
+      if (n.op == OpId::Gather && n.inputs.size() >= 2 && n.inputs[1] == v) {
+        std::optional<Shape> table;
+        if (auto it = g.initializers.find(n.inputs[0]); it != g.initializers.end()) {
+          table = it->second.shape();
+        } else if (auto vi = g.value_info.find(n.inputs[0]);
+                   vi != g.value_info.end() && vi->second.shape) {
+          Shape s;
+          for (const Dim& d : *vi->second.shape) s.push_back(d.value);
+          table = s;
+        }
+        if (!table || table->empty()) continue;
+        int64_t axis = n.attr_int("axis", 0);
+        if (axis < 0) axis += static_cast<int64_t>(table->size());
+        if (axis < 0 || axis >= static_cast<int64_t>(table->size())) continue;
+        const int64_t rows = (*table)[static_cast<size_t>(axis)];
+        if (rows > 0) bound = bound == 0 ? rows : std::min(bound, rows);
+      } else if (!n.inputs.empty() && n.inputs[0] == v && !n.outputs.empty() &&
+                 (n.op == OpId::Identity || n.op == OpId::Reshape || n.op == OpId::Squeeze ||
+                  n.op == OpId::Unsqueeze || n.op == OpId::Flatten ||
+                  (n.op == OpId::Cast &&
+                   (n.attr_int("to", 0) == 7 || n.attr_int("to", 0) == 6)))) {  // int64, int32
+        todo.push_back(n.outputs[0]);
+      }
+    }
+  }
+  return bound;
+}
+
+namespace {
+
 Attribute int_attr(int64_t v) { return GradientContext::attr_int(v); }
 Attribute float_attr(double v) { return GradientContext::attr_float(static_cast<float>(v)); }
 
@@ -264,12 +406,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   if (!g.opsets.count("") || g.opsets[""] < 17) g.opsets[""] = 17;
   g.opsets[kInternalDomain] = 1;
 
-  for (const auto& v : model.inputs)
-    if (is_floating(v.dtype)) {
-      tg.data_input = v.name;
-      break;
-    }
-  if (tg.data_input.empty()) throw Error("the model has no float input to train on");
+  tg.data_input = data_input_of(model).name;
   if (model.outputs.empty()) throw Error("the model has no outputs");
   const ValueInfo* out = &model.outputs[0];
   if (!options.output.empty()) {
@@ -286,16 +423,30 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   batch.param = "batch";
   switch (options.loss) {
     case LossKind::CrossEntropy: {
-      if (out->shape && out->shape->size() != 2)
-        throw Error(cat("cross-entropy needs [N, C] class logits, but output '", out->name,
-                        "' has shape ", out->shape_string(), " (use --loss mse or l1?)"));
+      // PyTorch's nn.CrossEntropyLoss: mean over the positions whose label is not ignore_index of
+      // −log softmax(scores)[label], the softmax along the class axis. SoftmaxCrossEntropyLoss
+      // takes classes at axis 1, so a class axis a ≠ 1 is moved there first:
+      //   Transpose(perm = [0, a, 1, .., a−1, a+1, ..]) : [N, d1, .., C, ..] -> [N, C, d1, ..]
+      // whose shape without axis 1 is the output's without axis a: the labels' shape.
+      tg.class_axis = resolve_class_axis(*out, options.labels);
+      const int64_t a = tg.class_axis.axis, rank = tg.class_axis.rank;
       tg.target = "labels";
-      e.input(tg.target, DType::I64, std::vector<Dim>{batch});
-      Attribute mean;
-      mean.kind = Attribute::Kind::String;
-      mean.s = "mean";
-      tg.loss = e.node("SoftmaxCrossEntropyLoss", "loss", {tg.output, tg.target},
-                       {"loss", "loss.log_prob"}, {{"reduction", mean}});
+      std::vector<Dim> label_dims{batch};
+      for (int64_t d = 1; d < rank; ++d)
+        if (d != a) label_dims.push_back(out->shape ? (*out->shape)[static_cast<size_t>(d)] : Dim{});
+      e.input(tg.target, DType::I64, label_dims);
+      std::string scores = tg.output;
+      if (a != 1) {
+        std::vector<int64_t> perm = {0, a};
+        for (int64_t d = 1; d < rank; ++d)
+          if (d != a) perm.push_back(d);
+        scores = e.node("Transpose", "loss.classes_to_axis1", {tg.output}, {"loss.scores"},
+                        {{"perm", ints_attribute(perm)}});
+      }
+      tg.loss = e.node("SoftmaxCrossEntropyLoss", "loss", {scores, tg.target},
+                       {"loss", "loss.log_prob"},
+                       {{"reduction", string_attribute("mean")},
+                        {"ignore_index", int_attr(options.labels.ignore_index)}});
       break;
     }
     case LossKind::MSE:

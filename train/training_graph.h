@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,47 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
 };
 
+// Cross-entropy's labels, as PyTorch's nn.CrossEntropyLoss takes them: int64 class indices of the
+// output's shape without its class axis ([N] for [N, C] logits, [N, H, W] for [N, C, H, W]
+// segmentation maps, [N, T] for [N, T, V] sequence logits), mean over every position whose label
+// is not ignore_index. The class axis (resolve_class_axis):
+//   1. class_axis when given (--class-axis; negative counts from the end; 0, the batch, is refused);
+//   2. rank-2 outputs: axis 1;
+//   3. labels known (label_shape): of axis 1 and the last axis, the one whose removal leaves the
+//      labels' shape (a symbolic dimension fits any size); when both fit, rule 4; when neither
+//      fits, an error naming both shapes;
+//   4. rank 3: the last axis (sequence models, [N, T, V]); rank >= 4: axis 1 (images, [N, C, H, W]).
+// The loss is SoftmaxCrossEntropyLoss over classes at axis 1, so another class axis is moved
+// there by a Transpose first.
+struct LabelOptions {
+  std::optional<int64_t> class_axis;  // --class-axis; nullopt: by the rule above
+  std::optional<Shape> label_shape;   // the labels' per-sample shape (without N), when data is known
+  int64_t ignore_index = -100;        // labels equal to it do not count (PyTorch's default)
+};
+
+struct ClassAxis {
+  int64_t axis = 1;    // in [1, rank)
+  int64_t rank = 2;    // the output's rank
+  std::string why;     // how it was chosen, e.g. "class axis 2 (last) of output 'y' [batch, 16, 50]: ..."
+};
+
+// The class axis of cross-entropy over `out` (the rule above). Throws Error for an axis outside
+// [1, rank) or labels whose shape fits no class axis (naming the labels' and the output's shape).
+ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& options);
+
+// The model's data input: its first float input, else its first integer input (token ids that
+// an embedding Gathers). Throws Error when it has neither.
+const ValueInfo& data_input_of(const Graph& model);
+
+// For an integer data input: the number of rows of the table its ids index (the data dimension,
+// along its axis, of every Gather that takes the input as indices, through Identity / Reshape /
+// Squeeze / Unsqueeze / Flatten / integer Casts; the smallest when several). 0 when no Gather
+// with a known size consumes it.
+int64_t index_bound(const Graph& model, const std::string& input);
+
 struct TrainingGraphOptions {
   LossKind loss = LossKind::CrossEntropy;
+  LabelOptions labels;  // cross-entropy: class axis, labels' shape, ignore_index
   OptimizerConfig optimizer;
   double clip_norm = 0.0;              // > 0: clip gradients to this global L2 norm
   std::vector<std::string> freeze;     // parameter-name patterns ('*' and '?' wildcards)
@@ -60,8 +100,10 @@ struct TrainingGraphOptions {
 
 struct TrainingGraph {
   Graph graph;
-  std::string data_input;  // the model's (first) float input
-  std::string target;      // labels (int64 [N]) or targets (like the output); "" for LossKind::Model
+  std::string data_input;  // the model's data input (data_input_of: float, else integer ids)
+  std::string target;      // labels (int64, the output's shape without the class axis) or
+                           // targets (like the output); "" for LossKind::Model
+  ClassAxis class_axis;    // cross-entropy: where the classes are (LabelOptions)
   std::string output;      // the model output the loss reads
   std::string loss;        // scalar loss value
   std::string lr = "lr";   // scalar float input: this step's learning rate
@@ -86,8 +128,9 @@ struct TrainingGraph {
   std::map<std::string, CompositeOrigin> composite_parts;
 };
 
-// Builds the training graph. Throws Error when the model has no float input, the loss does not
-// fit the output (cross-entropy needs [N, C] logits; "model" needs a scalar output), an op on
+// Builds the training graph. Throws Error when the model has no float or integer input, the loss
+// does not fit the output (cross-entropy needs rank >= 2 and labels that fit a class axis;
+// "model" needs a scalar output), an op on
 // the path to the loss has no gradient builder (named), the precision is not F32/F16/BF16, or
 // a pinned node does not exist / the op-lists file is malformed (from convert/).
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options);

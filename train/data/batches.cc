@@ -21,19 +21,50 @@ void check_dataset(const Dataset& data, const BatchLayout& layout, const std::st
                     shape_str(Shape(data.inputs.shape().begin() + 1, data.inputs.shape().end())),
                     " (", per_sample, " values), but the model's input takes ",
                     shape_str(layout.sample_shape), " (", numel(layout.sample_shape), " values)"));
-  if (data.inputs.dtype() != DType::U8 && !is_floating(data.inputs.dtype()))
+  if (is_integer(layout.input_dtype)) {
+    // Token ids: integers only (a float array here is a mistake, not something to round).
+    if (!is_integer(data.inputs.dtype()))
+      throw Error(cat(what, ": inputs of dtype ", dtype_name(data.inputs.dtype()),
+                      ", but the model's input takes ", dtype_name(layout.input_dtype),
+                      " ids (give an int64 or int32 array)"));
+    if (layout.input_bound > 0)
+      for (int64_t i = 0; i < data.inputs.numel(); ++i) {
+        const int64_t id = data.inputs.item_as_int(i);
+        if (id < 0 || id >= layout.input_bound)
+          throw Error(cat(what, ": id ", id, " at sample ", i / std::max<int64_t>(1, per_sample),
+                          " is outside [0, ", layout.input_bound,
+                          "), the rows of the table the model's input indexes"));
+      }
+  } else if (data.inputs.dtype() != DType::U8 && !is_floating(data.inputs.dtype())) {
     throw Error(cat(what, ": inputs of dtype ", dtype_name(data.inputs.dtype()),
                     " (expected uint8 images or floats)"));
+  }
   if (layout.target_dtype == DType::I64) {
-    if (!is_integer(data.targets.dtype()) || data.targets.rank() != 1)
-      throw Error(cat(what, ": class labels must be integers of shape [N], got ",
-                      dtype_name(data.targets.dtype()), " ", shape_str(data.targets.shape())));
-    for (int64_t i = 0; i < n; ++i) {
+    // Labels: [N] + the output's shape without N and the class axis (-1: any size).
+    const Shape& want = layout.target_shape;
+    bool fits = is_integer(data.targets.dtype()) &&
+                data.targets.rank() == static_cast<int64_t>(want.size()) + 1;
+    for (size_t d = 0; fits && d < want.size(); ++d)
+      fits = want[d] < 0 || data.targets.dim(static_cast<int64_t>(d) + 1) == want[d];
+    if (!fits) {
+      std::string w = "[N";
+      for (int64_t d : want) w += d < 0 ? std::string(", ?") : cat(", ", d);
+      w += "]";
+      throw Error(cat(what, ": class labels must be integers of shape ", w,
+                      want.empty() ? "" : cat(" (the model's output without its class axis ",
+                                              layout.class_axis, ")"),
+                      ", got ", dtype_name(data.targets.dtype()), " ",
+                      shape_str(data.targets.shape())));
+    }
+    const int64_t per = n ? data.targets.numel() / n : 0;
+    for (int64_t i = 0; i < data.targets.numel(); ++i) {
       const int64_t l = data.targets.item_as_int(i);
+      if (l == layout.ignore_index) continue;
       if (l < 0 || (layout.num_classes > 0 && l >= layout.num_classes))
-        throw Error(cat(what, ": label ", l, " at sample ", i, " is outside [0, ",
-                        layout.num_classes, ") for a model with ", layout.num_classes,
-                        " outputs"));
+        throw Error(cat(what, ": label ", l, " at sample ", i / std::max<int64_t>(1, per),
+                        " is outside [0, ", layout.num_classes, ") for a model with ",
+                        layout.num_classes, " classes (and is not the ignore_index ",
+                        layout.ignore_index, ")"));
     }
   } else {
     const int64_t t_per = n ? data.targets.numel() / n : 0;
@@ -52,28 +83,59 @@ Batch make_batch(const Dataset& data, const BatchLayout& layout,
   in_shape.insert(in_shape.end(), layout.sample_shape.begin(), layout.sample_shape.end());
   batch.inputs = Tensor(layout.input_dtype, in_shape);
   const int64_t per = numel(layout.sample_shape);
-  float* dst = batch.inputs.data<float>();
-  for (int64_t k = 0; k < b; ++k) {
-    const int64_t i = indices[static_cast<size_t>(begin + k)];
-    if (data.inputs.dtype() == DType::U8) {
-      // uint8 images scaled to [0, 1].
-      const uint8_t* src = data.inputs.data<uint8_t>() + i * per;
-      for (int64_t j = 0; j < per; ++j) dst[k * per + j] = static_cast<float>(src[j]) * (1.0f / 255.0f);
-    } else if (data.inputs.dtype() == DType::F32) {
-      std::memcpy(dst + k * per, data.inputs.data<float>() + i * per, per * sizeof(float));
-    } else {
-      for (int64_t j = 0; j < per; ++j)
-        dst[k * per + j] = static_cast<float>(data.inputs.item_as_double(i * per + j));
+  if (is_integer(layout.input_dtype)) {
+    // Token ids, copied as integers (no normalisation: they are indices).
+    const bool same = data.inputs.dtype() == layout.input_dtype;
+    const size_t esize = dtype_size(layout.input_dtype);
+    for (int64_t k = 0; k < b; ++k) {
+      const int64_t i = indices[static_cast<size_t>(begin + k)];
+      if (same) {
+        std::memcpy(static_cast<char*>(batch.inputs.raw_data()) + k * per * esize,
+                    static_cast<const char*>(data.inputs.raw_data()) + i * per * esize, per * esize);
+      } else if (layout.input_dtype == DType::I64) {
+        for (int64_t j = 0; j < per; ++j)
+          batch.inputs.data<int64_t>()[k * per + j] = data.inputs.item_as_int(i * per + j);
+      } else {
+        for (int64_t j = 0; j < per; ++j)
+          batch.inputs.data<int32_t>()[k * per + j] =
+              static_cast<int32_t>(data.inputs.item_as_int(i * per + j));
+      }
+    }
+  } else {
+    float* dst = batch.inputs.data<float>();
+    for (int64_t k = 0; k < b; ++k) {
+      const int64_t i = indices[static_cast<size_t>(begin + k)];
+      if (data.inputs.dtype() == DType::U8) {
+        // uint8 images scaled to [0, 1].
+        const uint8_t* src = data.inputs.data<uint8_t>() + i * per;
+        for (int64_t j = 0; j < per; ++j) dst[k * per + j] = static_cast<float>(src[j]) * (1.0f / 255.0f);
+      } else if (data.inputs.dtype() == DType::F32) {
+        std::memcpy(dst + k * per, data.inputs.data<float>() + i * per, per * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < per; ++j)
+          dst[k * per + j] = static_cast<float>(data.inputs.item_as_double(i * per + j));
+      }
+    }
+    if (layout.input_mean != 0.0f || layout.input_std != 1.0f) {
+      const float mean = layout.input_mean, inv_std = 1.0f / layout.input_std;
+      for (int64_t j = 0; j < b * per; ++j) dst[j] = (dst[j] - mean) * inv_std;
     }
   }
-  if (layout.input_mean != 0.0f || layout.input_std != 1.0f) {
-    const float mean = layout.input_mean, inv_std = 1.0f / layout.input_std;
-    for (int64_t j = 0; j < b * per; ++j) dst[j] = (dst[j] - mean) * inv_std;
-  }
   if (layout.target_dtype == DType::I64) {
-    batch.targets = Tensor(DType::I64, {b});
+    // Labels [b, ...]: each sample's block of the data's labels.
+    const int64_t n = data.targets.dim(0);
+    const int64_t tp = n ? data.targets.numel() / n : 0;
+    Shape ts{b};
+    ts.insert(ts.end(), data.targets.shape().begin() + 1, data.targets.shape().end());
+    batch.targets = Tensor(DType::I64, ts);
     int64_t* t = batch.targets.data<int64_t>();
-    for (int64_t k = 0; k < b; ++k) t[k] = data.targets.item_as_int(indices[begin + k]);
+    for (int64_t k = 0; k < b; ++k) {
+      const int64_t i = indices[static_cast<size_t>(begin + k)];
+      if (data.targets.dtype() == DType::I64)
+        std::memcpy(t + k * tp, data.targets.data<int64_t>() + i * tp, tp * sizeof(int64_t));
+      else
+        for (int64_t j = 0; j < tp; ++j) t[k * tp + j] = data.targets.item_as_int(i * tp + j);
+    }
   } else {
     Shape ts{b};
     ts.insert(ts.end(), layout.target_shape.begin(), layout.target_shape.end());

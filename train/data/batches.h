@@ -27,10 +27,17 @@ struct Dataset {
 // its target, and the class count for label checks (0 when not classification).
 struct BatchLayout {
   Shape sample_shape;
+  // F32 (uint8 images and float data become F32), or I64 / I32 for token ids: integer inputs
+  // are copied as integers (never through float), and only integer data is accepted for them.
   DType input_dtype = DType::F32;
-  Shape target_shape;  // per-sample; {} for class labels
+  int64_t input_bound = 0;  // integer inputs: ids must lie in [0, input_bound) (0: unchecked)
+  // Per-sample. Class labels: the output's shape without N and the class axis ({} for [N, C]
+  // logits; -1 where the output's dimension is symbolic); float targets: the output's.
+  Shape target_shape;
   DType target_dtype = DType::I64;
   int64_t num_classes = 0;
+  int64_t class_axis = 1;        // class labels: the output's class axis (train/training_graph.h)
+  int64_t ignore_index = -100;   // class labels equal to it are not counted
   // Input normalisation after scaling: x' = (x - mean) / std (torchvision's Normalize; the
   // defaults leave inputs as they are).
   float input_mean = 0.0f;

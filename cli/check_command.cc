@@ -112,12 +112,13 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
   if (npy) {
     // Inputs from the file (labels random below).
     train::Dataset d{onnx_loader::read_npy(o.data), Tensor()};
-    d.targets = Tensor(DType::I64, {d.size()});  // placeholder: only the inputs are checked
+    if (d.inputs.rank() < 1 || d.size() == 0) throw Error(cat("--data ", o.data, ": no samples"));
+    // Placeholder labels [N] of 0: only the inputs are checked and cut here.
+    d.targets = Tensor::zeros(DType::I64, {d.size()});
     train::BatchLayout inputs_only = layout;
     inputs_only.target_dtype = DType::I64;
     inputs_only.target_shape = {};
     inputs_only.num_classes = 0;
-    std::fill(d.targets.data<int64_t>(), d.targets.data<int64_t>() + d.size(), int64_t{0});
     train::check_dataset(d, inputs_only, cat("--data ", o.data));
     const int64_t n = std::min<int64_t>(o.batch, d.size());
     std::vector<int64_t> idx(n);

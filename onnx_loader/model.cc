@@ -15,6 +15,7 @@
 
 #include "onnx_loader/proto_convert.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/shape_fold.h"
 
 namespace oat::onnx_loader {
 
@@ -148,11 +149,75 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
     throw Error(cat(name, ": out of memory while loading the initializers"));
   }
   if (options.run_shape_inference) infer_shapes(p, m);
+  // Shape folding before composite lowering re-infers shapes with libonnx (runtime/shape_fold.h).
+  set_shape_inferer(&refine_shapes);
   m.proto = std::move(handle);
   return m;
 }
 
 }  // namespace
+
+void refine_shapes(Graph& g) {
+  int64_t opset = g.opsets.count("") ? g.opsets.at("") : 0;
+  if (opset <= 0 || opset > libonnx_max_opset()) return;
+  // Large initializers go in as graph inputs of their type and shape: inference needs no data
+  // from them, and the copy stays small.
+  constexpr size_t kKeepBytes = size_t{1} << 20;
+  Graph light;
+  light.name = g.name;
+  light.nodes = g.nodes;
+  light.inputs = g.inputs;
+  light.outputs = g.outputs;
+  light.value_info = g.value_info;  // what is known: inference starts from it and refines it
+  for (const auto& [name, t] : g.initializers) {
+    if (t.defined() && t.nbytes() <= kKeepBytes) {
+      light.initializers[name] = t;
+      continue;
+    }
+    ValueInfo vi;
+    vi.name = name;
+    vi.dtype = t.dtype();
+    if (t.defined()) {
+      std::vector<Dim> d;
+      for (int64_t s : t.shape()) d.push_back(Dim{s, ""});
+      vi.shape = d;
+    }
+    light.inputs.push_back(vi);
+    light.value_info.erase(name);
+  }
+  for (const auto& [name, t] : light.initializers) light.value_info.erase(name);
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  for (const auto& [domain, version] : g.opsets) {
+    auto* op = m.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  try {
+    graph_to_proto(light, m.mutable_graph());
+    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
+                                     /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception&) {
+    return;  // what was known stays
+  }
+  for (const auto& vp : m.graph().value_info()) {
+    ValueInfo now = value_info_from_proto(vp);
+    auto it = g.value_info.find(vp.name());
+    if (it == g.value_info.end()) {
+      g.value_info[vp.name()] = now;
+      continue;
+    }
+    ValueInfo& old = it->second;
+    if (old.dtype == DType::Undefined) old.dtype = now.dtype;
+    if (!old.shape) {
+      old.shape = now.shape;
+    } else if (now.shape && now.shape->size() == old.shape->size()) {
+      for (size_t k = 0; k < old.shape->size(); ++k)
+        if (!(*old.shape)[k].fixed() && (*now.shape)[k].fixed()) (*old.shape)[k] = (*now.shape)[k];
+    }
+  }
+}
 
 Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir,
                             const LoadOptions& options, const std::string& name) {

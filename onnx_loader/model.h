@@ -108,6 +108,12 @@ std::optional<TypeConstraint> input_type_constraint(const std::string& op_type,
                                                     const std::string& domain, int64_t opset,
                                                     size_t index);
 
+// ONNX shape inference (libonnx, with data propagation) on a Graph: fills g.value_info, fixing
+// dims that were unknown; never removes what was known. Skipped for opsets newer than libonnx
+// knows. Loading a model installs it as the runtime's shape inferer (runtime/shape_fold.h), which
+// re-infers shapes after folding static shape values.
+void refine_shapes(Graph& g);
+
 // The domains and opset versions this build accepts. Unknown domains are rejected by name.
 bool is_known_domain(const std::string& domain);
 

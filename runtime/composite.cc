@@ -5,6 +5,7 @@
 
 #include "runtime/composite/expanders.h"
 #include "runtime/error.h"
+#include "runtime/shape_fold.h"
 
 namespace oat {
 
@@ -153,6 +154,10 @@ void register_composite(const std::string& op_type, Expander expander) {
 }
 
 void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts) {
+  if (!has_composites(g)) return;
+  // Shape arithmetic on fixed dims becomes constants first, so expansions see fixed shapes
+  // (runtime/shape_fold.h); a composite whose inputs all fold is evaluated away.
+  fold_shape_constants(g);
   if (!has_composites(g)) return;
   // Every name in use: nodes, values, initializers, inputs and outputs.
   std::set<std::string> taken, taken_nodes;

@@ -60,15 +60,18 @@ class Folder {
     for (const auto& [name, t] : g_.initializers)
       if (t.defined() && !is_floating(t.dtype()) && t.numel() <= o_.max_elements)
         known_[name] = t;
-    std::vector<char> folded(g_.nodes.size(), 0);
+    // 0: kept; 1: folded (its outputs are known); 2: removed when nothing kept reads its outputs
+    // (they are partly known, as a Shape of a value with a symbolic batch, or a floating Constant).
+    std::vector<char> state(g_.nodes.size(), 0);
     std::set<std::string> graph_outputs;
     for (const auto& v : g_.outputs) graph_outputs.insert(v.name);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (!default_domain(n.domain) || !foldable_ops().count(n.op_type)) continue;
-      if (std::any_of(n.outputs.begin(), n.outputs.end(),
-                      [&](const std::string& o) { return graph_outputs.count(o) != 0; }))
-        continue;
+      // A node writing a graph output stays; what is known of its value still helps others.
+      const bool writes_output =
+          std::any_of(n.outputs.begin(), n.outputs.end(),
+                      [&](const std::string& o) { return graph_outputs.count(o) != 0; });
       std::vector<Tensor> outs;
       if (n.op_type == "Shape" || n.op_type == "Size")
         outs = shape_of_node(n);
@@ -79,27 +82,42 @@ class Folder {
       if (outs.empty()) {
         if (n.op_type == "Reshape" || n.op_type == "Expand" || n.op_type == "ConstantOfShape")
           refined += refine_from_partial_shape(n);
+        if (!writes_output && !n.outputs.empty() &&
+            std::all_of(n.outputs.begin(), n.outputs.end(),
+                        [&](const std::string& o) { return partial_.count(o) != 0; }))
+          state[i] = 2;
         continue;
       }
       for (size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
         if (!n.outputs[k].empty()) known_[n.outputs[k]] = outs[k];
-      // Floating Constant nodes stay: they are constants already, and their node keeps its
-      // name for precision pins. Everything else folded is replaced by initializers.
+      // Floating Constant nodes that something kept reads stay: they are constants already, and
+      // keep their name for precision pins. Everything else folded is replaced by initializers.
       const bool float_constant =
           n.op_type == "Constant" && !outs.empty() && is_floating(outs[0].dtype());
-      folded[i] = !float_constant;
+      if (!writes_output) state[i] = float_constant ? 2 : 1;
     }
-    std::set<std::string> read;
-    for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (!folded[i]) read.insert(g_.nodes[i].inputs.begin(), g_.nodes[i].inputs.end());
+    // Backwards: what the kept nodes (and the graph outputs) read decides which folded values
+    // become initializers and which partly known ones are dead.
+    std::set<std::string> read = graph_outputs;
+    std::vector<char> drop(g_.nodes.size(), 0);
+    for (size_t i = g_.nodes.size(); i-- > 0;) {
+      const Node& n = g_.nodes[i];
+      const bool unread = std::none_of(n.outputs.begin(), n.outputs.end(),
+                                       [&](const std::string& o) { return read.count(o) != 0; });
+      if (state[i] == 1 || (state[i] == 2 && unread))
+        drop[i] = 1;
+      else
+        add_reads(n, read);
+    }
     std::vector<Node> kept;
     size_t removed = 0;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (!folded[i]) {
+      if (!drop[i]) {
         kept.push_back(std::move(g_.nodes[i]));
         continue;
       }
       ++removed;
+      if (state[i] != 1) continue;
       for (const auto& o : g_.nodes[i].outputs) {
         if (o.empty() || !read.count(o)) continue;
         const Tensor& t = known_.at(o);
@@ -118,6 +136,19 @@ class Folder {
   }
 
  private:
+  // The values a node reads: its inputs and, through subgraphs (If, Loop, Scan), any name those
+  // read from the enclosing scope.
+  static void add_reads(const Node& n, std::set<std::string>& read) {
+    read.insert(n.inputs.begin(), n.inputs.end());
+    for (const auto& [k, a] : n.attrs) {
+      if (a.g)
+        for (const Node& m : a.g->nodes) add_reads(m, read);
+      for (const auto& sg : a.graphs)
+        if (sg)
+          for (const Node& m : sg->nodes) add_reads(m, read);
+    }
+  }
+
   // What is known of a value's dims: a known or initializer tensor's, else the value_info's.
   std::optional<std::vector<Dim>> dims(const std::string& v) const {
     const Tensor* t = nullptr;
@@ -128,9 +159,15 @@ class Folder {
       for (int64_t s : t->shape()) d.push_back(Dim{s, ""});
       return d;
     }
-    if (!trust_value_info_) return std::nullopt;
+    // A graph input's declared dims hold (the Executor checks them) except the first, which any
+    // batch may replace.
     for (const auto& in : g_.inputs)
-      if (in.name == v) return in.shape;
+      if (in.name == v) {
+        auto d = in.shape;
+        if (d && !d->empty() && (*d)[0].fixed()) (*d)[0] = Dim{-1, ""};
+        return d;
+      }
+    if (!trust_value_info_) return std::nullopt;
     if (auto it = g_.value_info.find(v); it != g_.value_info.end()) return it->second.shape;
     for (const auto& out : g_.outputs)
       if (out.name == v) return out.shape;
@@ -442,6 +479,25 @@ ShapeFoldReport fold_shape_constants(Graph& g, const ShapeFoldOptions& options) 
     rep.folded_nodes += removed;
     ++rep.rounds;
     if (infer) infer(g);
+  }
+  if (fixed_batch && infer) {
+    // Back to the declared inputs, and to what was known before wherever it fixed more.
+    g.inputs = std::move(saved_inputs);
+    for (auto& [name, old] : saved_info) {
+      auto it = g.value_info.find(name);
+      if (it == g.value_info.end()) {
+        g.value_info[name] = old;
+        continue;
+      }
+      ValueInfo& now = it->second;
+      if (now.dtype == DType::Undefined) now.dtype = old.dtype;
+      if (!now.shape) {
+        now.shape = old.shape;
+      } else if (old.shape && old.shape->size() == now.shape->size()) {
+        for (size_t k = 0; k < now.shape->size(); ++k)
+          if (!(*now.shape)[k].fixed()) (*now.shape)[k] = (*old.shape)[k];
+      }
+    }
   }
   return rep;
 }

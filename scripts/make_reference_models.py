@@ -44,7 +44,8 @@ import sys
 SCRIPT = os.path.abspath(__file__)
 
 # ---- cases -----------------------------------------------------------------------------------
-# kind: "torchvision" (arch), "vit", "convnext", "densenet" or "transformer"; shape: one sample's input shape;
+# kind: "torchvision" (arch), "vit", "convnext", "densenet", "swin", "recurrent", "einsum" or
+# "transformer"; shape: one sample's input shape;
 # export_batch: the fixed batch of the exported file; ref_batch: the batch of the reference data;
 # batch_agnostic: the fixed-batch graph runs any batch (model.onnx is the fixed-batch file);
 # keep_batchnorm: export BatchNormalization nodes (TrainingMode.PRESERVE on an eval-mode model)
@@ -89,6 +90,10 @@ CASES = {
         # torch.einsum: four Einsum nodes (a composite op, runtime/composite/einsum.cc).
         "einsum_mixer": dict(kind="einsum", shape=(10, 16), hidden=24, classes=5,
                              batch_agnostic=False),
+        # Swin: the shifted windows' attention mask is built from zeros((H, W)) by slice
+        # assignment (ScatterND, a composite op) with H, W traced through Shape -> Gather ->
+        # ConstantOfShape; it runs once the shape values are folded (runtime/shape_fold.h).
+        "swin_small_64": dict(kind="swin", shape=(3, 64, 64), batch_agnostic=False),
         "resnet18_opset18": dict(derived_from="resnet18", opset=18),
         "shufflenet_v2_x0_5_opset18": dict(derived_from="shufflenet_v2_x0_5", opset=18),
     },
@@ -132,6 +137,11 @@ def build_model(cfg):
         import torchvision
 
         model = getattr(torchvision.models, cfg["arch"])(weights=None)
+    elif cfg["kind"] == "swin":
+        from torchvision.models.swin_transformer import SwinTransformer
+
+        model = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                                window_size=[4, 4], num_classes=10)
     elif cfg["kind"] == "recurrent":
 
         class Recurrent(nn.Module):

@@ -1,5 +1,6 @@
 // Real models against ONNX Runtime: torchvision CNNs (ResNet-18, MobileNetV2, ShuffleNetV2,
-// SqueezeNet 1.1, EfficientNet-B0 at 64x64; small ViT, ConvNeXt, DenseNet), an nn.TransformerEncoder and nn.LSTM / GRU / RNN
+// SqueezeNet 1.1, EfficientNet-B0 at 64x64; small ViT, ConvNeXt, DenseNet and Swin), an
+// nn.TransformerEncoder and nn.LSTM / GRU / RNN
 // classifiers (ONNX LSTM/GRU/RNN nodes, run unrolled as composite ops), exported by torch.onnx
 // (opsets 13, 14, 17 and 18) and run by our CPU FP32 executor on the same batch ONNX Runtime ran.
 //
@@ -30,6 +31,7 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "runtime/threads.h"
+#include "train/check.h"
 #include "reference_models.h"
 
 namespace fs = std::filesystem;
@@ -154,6 +156,24 @@ TEST_SUITE("models") {
   }
   TEST_CASE("einsum_mixer (torch.einsum: four Einsum nodes) agrees with ONNX Runtime") {
     check_against_ort("einsum_mixer");
+  }
+  TEST_CASE("swin_small_64 (Swin: attention mask by ScatterND on folded shapes) agrees with ONNX Runtime") {
+    check_against_ort("swin_small_64");
+  }
+  TEST_CASE("swin_small_64: check (CPU mixed fp16 vs CPU FP32) passes on the folded graph") {
+    const fs::path dir = oat_test::reference_models() / "swin_small_64";
+    REQUIRE_MESSAGE(fs::exists(dir / "model.onnx"), dir.string(), " was not generated");
+    onnx_loader::Model model = onnx_loader::load_model((dir / "model.onnx").string());
+    Tensor input =
+        onnx_loader::read_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string()).tensor;
+    REQUIRE(input.shape() == Shape{3, 3, 64, 64});
+    const Tensor labels = Tensor::from_vector<int64_t>({3}, {1, 4, 7});
+    train::CheckOptions o;  // fp16 on the CPU, the default tolerances
+    const train::CheckReport r = train::run_check(model.graph, input, labels, o);
+    INFO(train::check_table(r));
+    CHECK(r.nodes.size() > 100);
+    CHECK(r.ok());
+    CHECK(std::abs(r.loss_checked - r.loss_ref) <= 1e-2 * std::abs(r.loss_ref));
   }
   TEST_CASE("resnet18_opset18 agrees with ONNX Runtime") { check_against_ort("resnet18_opset18"); }
   TEST_CASE("shufflenet_v2_x0_5_opset18 (ReduceMean axes input) agrees with ONNX Runtime") {

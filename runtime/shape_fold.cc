@@ -41,6 +41,12 @@ bool moves_elements(const std::string& op) {
          op == "Unsqueeze" || op == "Reshape" || op == "Concat";
 }
 
+// Elementwise integer arithmetic on shape values (B * nW, H / ws): a partly known operand gives
+// a partly known result.
+bool is_integer_arithmetic(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod";
+}
+
 // A partly known int64 tensor (from Shape of a value with some symbolic dims).
 struct Partial {
   Shape shape;
@@ -79,6 +85,8 @@ class Folder {
         outs = evaluate(n);
       else if (moves_elements(n.op_type))
         outs = track(n);
+      else if (is_integer_arithmetic(n.op_type))
+        outs = arithmetic(n);
       if (outs.empty()) {
         if (n.op_type == "Reshape" || n.op_type == "Expand" || n.op_type == "ConstantOfShape")
           refined += refine_from_partial_shape(n);
@@ -373,6 +381,57 @@ class Folder {
     for (const auto& v : n.inputs)
       if (!v.empty()) in[v] = known_.at(v);
     return run_one(n, in);
+  }
+
+  // Add/Sub/Mul/Div/Mod of two int64 operands, at least one partly known, both of rank <= 1:
+  // computed with 1 in place of each unknown element (never a zero divisor), the result's
+  // elements known where every operand element they read is.
+  std::vector<Tensor> arithmetic(const Node& n) {
+    if (n.inputs.size() != 2 || n.outputs.size() != 1 || n.outputs[0].empty()) return {};
+    std::map<std::string, Tensor> in;
+    std::vector<std::vector<char>> known_at(2);
+    std::vector<int64_t> sizes(2);
+    bool any_partial = false;
+    for (size_t i = 0; i < 2; ++i) {
+      const std::string& v = n.inputs[i];
+      Shape shape;
+      std::vector<std::optional<int64_t>> elems;
+      if (auto it = partial_.find(v); it != partial_.end()) {
+        shape = it->second.shape;
+        elems = it->second.elems;
+        any_partial = true;
+      } else if (auto k = known_.find(v); k != known_.end() && k->second.dtype() == DType::I64) {
+        shape = k->second.shape();
+        for (int64_t x : k->second.to_int_vector()) elems.push_back(x);
+      } else {
+        return {};
+      }
+      if (shape.size() > 1) return {};
+      std::vector<int64_t> vals;
+      for (const auto& e : elems) {
+        vals.push_back(e ? *e : 1);
+        known_at[i].push_back(e ? 1 : 0);
+      }
+      sizes[i] = static_cast<int64_t>(elems.size());
+      in[v] = Tensor::from_vector<int64_t>(shape, vals);
+    }
+    if (!any_partial || n.inputs[0] == n.inputs[1]) return {};
+    std::vector<Tensor> r = run_one(n, in);
+    if (r.size() != 1 || r[0].dtype() != DType::I64 || r[0].rank() > 1) return {};
+    const std::vector<int64_t> vals = r[0].to_int_vector();
+    Partial p;
+    p.shape = r[0].shape();
+    bool all = true;
+    for (size_t j = 0; j < vals.size(); ++j) {
+      bool ok = true;
+      for (size_t i = 0; i < 2; ++i)  // an operand of one element broadcasts
+        ok = ok && known_at[i][sizes[i] == 1 ? 0 : j];
+      p.elems.push_back(ok ? std::optional<int64_t>(vals[j]) : std::nullopt);
+      all = all && ok;
+    }
+    if (all) return {r[0]};
+    partial_[n.outputs[0]] = std::move(p);
+    return {};
   }
 
   // Element tracking through ops that move elements: each partly known (or, for Concat, known)

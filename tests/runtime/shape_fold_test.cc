@@ -229,3 +229,33 @@ TEST_CASE("shape folding: a fixed batch of 1 is not baked in; sizes are bounded"
   CHECK(g.nodes[0].op_type == "ConstantOfShape");
   CHECK(g.initializers.at("hw").to_int_vector() == std::vector<int64_t>{300, 300});
 }
+
+TEST_CASE("shape folding: arithmetic on a partly known shape fixes the Reshape dims it can") {
+  // r = Reshape(x, [Shape(x)[0] * Shape(x)[1], Shape(x)[2]]): [batch * 3, 5], the 5 known.
+  InfererScope none(nullptr);
+  Builder b;
+  b.input("x", DType::F32, {sym("batch"), fixed(3), fixed(5)});
+  const std::string s = b.node("Shape", {"x"}, "s");
+  const std::string n0 = b.node("Gather", {s, b.ints("zero", {0}, true)}, "n0");
+  const std::string c = b.node("Gather", {s, b.ints("one", {1}, true)}, "c");
+  const std::string w = b.node("Gather", {s, b.ints("two", {2}, true)}, "w");
+  const std::string nc = b.node("Mul", {n0, c}, "nc");
+  const std::string nc1 = b.node("Unsqueeze", {nc, b.ints("axes0", {0})}, "nc1");
+  const std::string w1 = b.node("Unsqueeze", {w, b.ints("axes0", {0})}, "w1");
+  const std::string shp = b.node("Concat", {nc1, w1}, "shp", {{"axis", attr_i(0)}});
+  b.node("Reshape", {"x", shp}, "r");
+  b.node("Relu", {"r"}, "y");
+  b.output("y");
+  Graph g = b.g;
+  fold_shape_constants(g);
+  REQUIRE(g.value_info.count("r"));
+  const ValueInfo& r = g.value_info.at("r");
+  REQUIRE(r.shape);
+  REQUIRE(r.shape->size() == 2);
+  CHECK_FALSE(r.shape->at(0).fixed());
+  CHECK(r.shape->at(1).value == 5);
+  CHECK(g.initializers.count("w1"));  // Shape(x)[2] folded; the batch product is still computed
+  CHECK(std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "Mul"; }));
+  Executor exec(g);
+  CHECK(exec.run({{"x", iota_f32({2, 3, 5}, 1.f)}})[0].shape() == Shape{6, 5});
+}

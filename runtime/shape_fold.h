@@ -10,8 +10,10 @@
 //     treats them as parameters (train/training_graph.h) and feeds them every step.
 //   - Shape(x) / Size(x) where x's shape is fixed (value_info, a graph input, any initializer's
 //     dims, a folded value). Where only some dims are fixed (a symbolic batch), Shape gives a
-//     partly known vector: Gather / Slice / Squeeze / Unsqueeze / Identity / Concat of it are
-//     tracked element by element, and a result whose elements are all known is a constant.
+//     partly known vector: Gather / Slice / Squeeze / Unsqueeze / Identity / Reshape / Concat
+//     and integer Add / Sub / Mul / Div / Mod of it are tracked element by element, and a result
+//     whose elements are all known is a constant. A Reshape / Expand / ConstantOfShape whose
+//     shape input is partly known gets the output dims it fixes in value_info.
 //   - The outputs of a whitelisted deterministic op (integer and shape arithmetic, casts,
 //     comparisons, Where, Range, ConstantOfShape, Expand, Reshape, Reduce*, ScatterND, ...)
 //     whose inputs are all known and small: evaluated by a one-node Executor with the CPU kernels.

@@ -394,18 +394,12 @@ class Folder {
     bool any_partial = false;
     for (size_t i = 0; i < 2; ++i) {
       const std::string& v = n.inputs[i];
-      Shape shape;
-      std::vector<std::optional<int64_t>> elems;
-      if (auto it = partial_.find(v); it != partial_.end()) {
-        shape = it->second.shape;
-        elems = it->second.elems;
-        any_partial = true;
-      } else if (auto k = known_.find(v); k != known_.end() && k->second.dtype() == DType::I64) {
-        shape = k->second.shape();
-        for (int64_t x : k->second.to_int_vector()) elems.push_back(x);
-      } else {
-        return {};
-      }
+      Partial e;
+      bool partial = false;
+      if (!elements_of(v, e, partial)) return {};
+      any_partial = any_partial || partial;
+      const Shape& shape = e.shape;
+      const auto& elems = e.elems;
       if (shape.size() > 1) return {};
       std::vector<int64_t> vals;
       for (const auto& e : elems) {
@@ -449,24 +443,16 @@ class Folder {
       if (v.empty()) continue;
       if (i < n_data) {
         if (in.count(v)) continue;  // the same value twice: one set of indices
-        Shape shape;
-        std::vector<std::optional<int64_t>> elems;
-        if (auto it = partial_.find(v); it != partial_.end()) {
-          shape = it->second.shape;
-          elems = it->second.elems;
-          any_partial = true;
-        } else if (auto k = known_.find(v); k != known_.end() && k->second.dtype() == DType::I64) {
-          shape = k->second.shape();
-          for (int64_t x : k->second.to_int_vector()) elems.push_back(x);
-        } else {
-          return {};
-        }
+        Partial e;
+        bool partial = false;
+        if (!elements_of(v, e, partial)) return {};
+        any_partial = any_partial || partial;
         std::vector<int64_t> idx;
-        for (auto& e : elems) {
+        for (auto& x : e.elems) {
           idx.push_back(static_cast<int64_t>(table.size()));
-          table.push_back(e);
+          table.push_back(x);
         }
-        in[v] = Tensor::from_vector<int64_t>(shape, idx);
+        in[v] = Tensor::from_vector<int64_t>(e.shape, idx);
       } else {
         auto k = known_.find(v);
         if (k == known_.end()) return {};
@@ -491,6 +477,23 @@ class Folder {
     }
     partial_[n.outputs[0]] = std::move(p);
     return {};
+  }
+
+  // v as a partly known int64 vector: its tracked elements, or a known int64 tensor's. False when
+  // v is neither; `partial` says whether it was a tracked one.
+  bool elements_of(const std::string& v, Partial& out, bool& partial) const {
+    if (auto it = partial_.find(v); it != partial_.end()) {
+      out = it->second;
+      partial = true;
+      return true;
+    }
+    auto k = known_.find(v);
+    if (k == known_.end() || k->second.dtype() != DType::I64) return false;
+    out.shape = k->second.shape();
+    out.elems.clear();
+    for (int64_t x : k->second.to_int_vector()) out.elems.push_back(x);
+    partial = false;
+    return true;
   }
 
   Graph& g_;

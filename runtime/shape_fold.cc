@@ -300,13 +300,7 @@ class Folder {
         all = false;
       }
     }
-    if (all) {
-      std::vector<int64_t> v;
-      for (const auto& e : p.elems) v.push_back(*e);
-      return {Tensor::from_vector<int64_t>(p.shape, v)};
-    }
-    partial_[n.outputs[0]] = std::move(p);
-    return {};
+    return settle(n, std::move(p), all);
   }
 
   // Whether evaluating n could make a tensor over the limit (checked before running it).
@@ -470,6 +464,12 @@ class Folder {
       p.elems.push_back(table[static_cast<size_t>(j)]);
       if (!p.elems.back()) all = false;
     }
+    return settle(n, std::move(p), all);
+  }
+
+  // n's output p: a constant when every element is known (returned), else recorded as partly
+  // known (nothing returned).
+  std::vector<Tensor> settle(const Node& n, Partial p, bool all) {
     if (all) {
       std::vector<int64_t> v;
       for (const auto& e : p.elems) v.push_back(*e);

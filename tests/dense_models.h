@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "node_builder.h"
 #include "runtime/graph.h"
 #include "train/data/batches.h"
 
@@ -22,18 +23,8 @@ namespace oat::dense_test {
 constexpr int64_t kSegClasses = 3, kSegSize = 8, kSegHidden = 8;
 constexpr int64_t kVocab = 16, kSeq = 8, kEmbed = 16;
 
-inline Node make_node(const std::string& name, const std::string& op, std::vector<std::string> in,
-                      const std::string& out, std::map<std::string, Attribute> attrs = {}) {
-  Node n;
-  n.name = name;
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 17;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  n.attrs = std::move(attrs);
-  return n;
-}
+// Nodes at opset 13: Conv, Relu, MatMul, Add, Mul, Gather and Cast mean the same up to 17.
+using oat_test::make_node;
 
 inline ValueInfo value(const std::string& name, DType dt, std::vector<int64_t> dims) {
   ValueInfo v;

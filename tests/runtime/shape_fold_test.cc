@@ -4,6 +4,8 @@
 // bounded; libonnx re-inference (onnx_loader::refine_shapes) fixes dims downstream.
 #include <doctest/doctest.h>
 
+#include "node_builder.h"
+
 #include <algorithm>
 
 #include "onnx_loader/model.h"
@@ -36,15 +38,7 @@ struct Builder {
   }
   std::string node(const std::string& op, std::vector<std::string> in, const std::string& out,
                    std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.name = "n_" + out;
-    n.op_type = op;
-    n.op = op_from_name(op);
-    n.opset = 13;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
+    g.nodes.push_back(oat_test::make_node("n_" + out, op, std::move(in), out, std::move(attrs)));
     return out;
   }
   bool has(const std::string& op) const {

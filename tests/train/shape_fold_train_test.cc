@@ -3,6 +3,8 @@
 // parameters; the folded values are constants of the training graph, not parameters.
 #include <doctest/doctest.h>
 
+#include "node_builder.h"
+
 #include <algorithm>
 
 #include "runtime/executor.h"
@@ -21,15 +23,7 @@ Attribute tensor_attr(Tensor t) {
 
 Node node(const std::string& op, std::vector<std::string> in, const std::string& out,
           std::map<std::string, Attribute> attrs = {}) {
-  Node n;
-  n.name = "n_" + out;
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  n.attrs = std::move(attrs);
-  return n;
+  return oat_test::make_node("n_" + out, op, std::move(in), out, std::move(attrs));
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// A graph node for tests that build Graphs by hand: name, op (its OpId looked up), inputs, one
+// output, attributes, opset. Shared by the suites that used to define their own.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/ops.h"
+
+namespace oat_test {
+
+inline oat::Node make_node(const std::string& name, const std::string& op,
+                           std::vector<std::string> in, const std::string& out,
+                           std::map<std::string, oat::Attribute> attrs = {}, int64_t opset = 13) {
+  oat::Node n;
+  n.name = name;
+  n.op_type = op;
+  n.op = oat::op_from_name(op);
+  n.opset = opset;
+  n.inputs = std::move(in);
+  n.outputs = {out};
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+}  // namespace oat_test

@@ -1,5 +1,5 @@
 // Training torch.onnx exports, not only running them: `check` (CPU mixed fp16 vs CPU FP32, one
-// forward + backward) passes on the small ViT, ConvNeXt and DenseNet reference exports, and the
+// forward + backward) passes on the small ViT, ConvNeXt, DenseNet and Swin reference exports, and the
 // nn.TransformerEncoder export, whose deep-copied layers torch.onnx merged into one initializer
 // per weight with Identity nodes for the others, trains those layers apart and writes them back
 // as initializers of their own (train/initializer_aliases.h).
@@ -49,8 +49,10 @@ bool same_values(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_SUITE("models") {
-  TEST_CASE("check passes (CPU mixed fp16 vs FP32) on the ViT, ConvNeXt and DenseNet exports") {
-    for (const std::string name : {"vit_tiny_32", "convnext_tiny_64", "densenet_small_64"}) {
+  TEST_CASE("check passes (CPU mixed fp16 vs FP32) on the ViT, ConvNeXt, DenseNet and Swin exports") {
+    // Swin's shifted-window mask is a ScatterND on folded shape values (runtime/shape_fold.h).
+    for (const std::string name :
+         {"vit_tiny_32", "convnext_tiny_64", "densenet_small_64", "swin_small_64"}) {
       CAPTURE(name);
       Tensor input;
       const onnx_loader::Model model = load_case(name, &input);

@@ -16,6 +16,7 @@
 #include "train/check.h"
 #include "train/data/batches.h"
 #include "train/data/idx.h"
+#include "cli/train_commands.h"
 #include "train/trainer.h"
 
 namespace oat::cli {
@@ -41,6 +42,11 @@ CheckCommand::CheckCommand(CLI::App& app) {
                    "random (N(0,1) inputs, or uniform ids below the embedding's size for an "
                    "integer input; uniform labels; by --seed), an IDX folder, fashion-mnist (its "
                    "first training batch) or X.npy (its first inputs, random labels)");
+  cmd_->add_option("--input", o_.inputs,
+                   "NAME=FILE.npy: the batch of the model input NAME (its first --batch samples), "
+                   "repeatable. Without it: random ids for an integer input a Gather indexes, "
+                   "all ones for a bool/integer input whose name contains 'mask', else an error")
+      ->allow_extra_args(false);
   cmd_->add_option("--normalize", o_.normalize, "MEAN,STD as for train (IDX data)")
       ->delimiter(',')
       ->expected(2);
@@ -86,6 +92,92 @@ void scale_in_place(Tensor& t, float factor) {
   std::memcpy(t.raw_data(), back.raw_data(), t.nbytes());
 }
 
+// Uniform ids in [0, bound) of an integer type (check's random token ids).
+Tensor random_ids(DType dt, const Shape& shape, int64_t bound, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> id(0, bound - 1);
+  Tensor t(dt, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dt == DType::I64) t.data<int64_t>()[i] = id(rng);
+    else if (dt == DType::I32) t.data<int32_t>()[i] = static_cast<int32_t>(id(rng));
+    else t.data<uint8_t>()[i] = static_cast<uint8_t>(id(rng));  // I8, U8 (bound <= 256 assumed)
+  }
+  return t;
+}
+
+bool name_has_mask(const std::string& name) {
+  std::string low = name;
+  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return low.find("mask") != std::string::npos;
+}
+
+// The model's other inputs for a batch of n samples: --input NAME=FILE.npy (its first n rows),
+// else the defaults PyTorch/HF exports expect: random ids below the table size for an integer
+// input a Gather indexes (as the data input's), all ones for a bool/integer input whose name
+// contains "mask" (attention_mask: nothing is padding), else an error asking for --input. A
+// symbolic non-batch dimension takes the data input's size at that axis (the sequence length).
+std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> given,
+                                                 const train::BatchLayout& layout,
+                                                 const Tensor& input, std::mt19937_64& rng,
+                                                 std::map<std::string, std::string>& how) {
+  const int64_t n = input.dim(0);
+  std::map<std::string, Tensor> r;
+  for (auto& [name, t] : given) {
+    if (t.rank() < 1 || t.dim(0) < n)
+      throw Error(cat("--input ", name, "=...: ", t.rank() < 1 ? 0 : t.dim(0),
+                      " samples, the batch needs ", n, " (", shape_str(t.shape()), ")"));
+    std::map<std::string, Tensor> d = {{name, t}};
+    train::BatchLayout one;
+    for (const train::ExtraInput& e : layout.extra_inputs)
+      if (e.name == name) one.extra_inputs.push_back(e);
+    if (one.extra_inputs.empty()) {  // unknown name: check_extra_inputs names the inputs
+      train::check_extra_inputs(given, t.dim(0), layout, "check", "--input");
+      continue;
+    }
+    // The kind and shape first (on the whole file), then its first n rows.
+    train::check_extra_inputs(d, t.dim(0), one, "check", "--input");
+    Shape s = t.shape();
+    s[0] = n;
+    Tensor rows(t.dtype(), s);
+    std::memcpy(rows.raw_data(), t.raw_data(), rows.nbytes());
+    r[name] = rows.dtype() == one.extra_inputs[0].dtype ? rows
+                                                        : cast_tensor(rows, one.extra_inputs[0].dtype);
+    how[name] = "--input";
+  }
+  for (const train::ExtraInput& e : layout.extra_inputs) {
+    if (r.count(e.name)) continue;
+    const bool integer = is_integer(e.dtype);
+    std::string why;
+    if (!e.shape_known) why = "its shape is not declared";
+    Shape s = {n};
+    for (size_t d = 0; why.empty() && d < e.sample_shape.size(); ++d) {
+      int64_t v = e.sample_shape[d];
+      if (v < 0) {
+        if (static_cast<int64_t>(d) + 1 < input.rank()) v = input.dim(static_cast<int64_t>(d) + 1);
+        else why = cat("its dimension ", d + 1, " is symbolic and the data input has no such axis");
+      }
+      s.push_back(v);
+    }
+    if (why.empty() && integer && e.bound > 0) {
+      r[e.name] = random_ids(e.dtype, s, e.bound, rng);
+      how[e.name] = cat("random ids in [0, ", e.bound, ")");
+    } else if (why.empty() && (integer || e.dtype == DType::Bool) && name_has_mask(e.name)) {
+      Tensor ones(DType::F32, s);
+      for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1.0f;
+      r[e.name] = cast_tensor(ones, e.dtype);
+      how[e.name] = "all ones: a mask by its name";
+    } else {
+      if (why.empty())
+        why = "no default: not integer ids a Gather bounds, not a bool/integer input named *mask*";
+      std::string shape = "[N";
+      for (int64_t v : e.sample_shape) shape += v < 0 ? std::string(", ?") : cat(", ", v);
+      throw Error(cat("the model's input '", e.name, "' (", dtype_name(e.dtype), " ",
+                      e.shape_known ? shape + "]" : std::string("[N, ...]"), ") has ", why,
+                      ": give it with --input ", e.name, "=FILE.npy"));
+    }
+  }
+  return r;
+}
+
 // The batch: the first --batch samples of --data, or random inputs and uniform labels. Random
 // inputs are N(0,1) floats, or for an integer (token id) input uniform ids in [0, bound), bound
 // the size of the table a Gather indexes with them. Cross-entropy labels have the output's
@@ -94,7 +186,8 @@ void scale_in_place(Tensor& t, float factor) {
 // says how it was chosen.
 void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossKind loss,
                       train::LabelOptions& labels, std::string& axis_line, Tensor& input,
-                      Tensor& target) {
+                      Tensor& target, std::map<std::string, Tensor>& extra,
+                      std::map<std::string, std::string>& how, std::string& source) {
   train::BatchLayout layout = train::layout_for(g, loss, "", labels);
   if (!o.normalize.empty()) {
     if (!(o.normalize[1] > 0.0f))
@@ -108,18 +201,34 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
   const ValueInfo& in = train::data_input_of(g);
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const bool npy = o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".npy") == 0;
+  // --input NAME=FILE.npy: the data input's (as --data X.npy) or another input's batch.
+  std::map<std::string, Tensor> given = read_named_inputs(o.inputs, "--input");
+  Tensor data_npy;
+  std::string data_src = o.data;
+  source = o.data == "random" ? cat("random, seed ", o.seed) : cat("first batch of ", o.data);
+  if (auto it = given.find(in.name); it != given.end()) {
+    if (o.data != "random")
+      throw Error(cat("--input ", in.name, "=... and --data ", o.data, " both give the data input '",
+                      in.name, "'"));
+    data_npy = it->second;
+    data_src = cat("--input ", in.name);
+    source = cat("first batch of ", data_src);
+    given.erase(it);
+  }
+  const bool npy = data_npy.defined() ||
+                   (o.data.size() > 4 && o.data.compare(o.data.size() - 4, 4, ".npy") == 0);
   if (npy) {
     // Inputs from the file (labels random below).
-    train::Dataset d{onnx_loader::read_npy(o.data), Tensor()};
-    if (d.inputs.rank() < 1 || d.size() == 0) throw Error(cat("--data ", o.data, ": no samples"));
+    train::Dataset d{data_npy.defined() ? data_npy : onnx_loader::read_npy(o.data), Tensor()};
+    if (d.inputs.rank() < 1 || d.size() == 0) throw Error(cat(data_src, ": no samples"));
     // Placeholder labels [N] of 0: only the inputs are checked and cut here.
     d.targets = Tensor::zeros(DType::I64, {d.size()});
     train::BatchLayout inputs_only = layout;
     inputs_only.target_dtype = DType::I64;
     inputs_only.target_shape = {};
     inputs_only.num_classes = 0;
-    train::check_dataset(d, inputs_only, cat("--data ", o.data));
+    inputs_only.extra_inputs.clear();  // checked by check_extra_inputs below
+    train::check_dataset(d, inputs_only, data_npy.defined() ? data_src : cat("--data ", o.data));
     const int64_t n = std::min<int64_t>(o.batch, d.size());
     std::vector<int64_t> idx(n);
     for (int64_t i = 0; i < n; ++i) idx[i] = i;
@@ -132,13 +241,16 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
                       "dataset name (fashion-mnist)"));
     train::IdxFolder f = train::load_idx_folder(dir);
     train::Dataset d{f.train.images, f.train.labels};
-    train::check_dataset(d, layout, cat("--data ", o.data));
+    train::BatchLayout data_only = layout;
+    data_only.extra_inputs.clear();  // checked by check_extra_inputs below
+    train::check_dataset(d, data_only, cat("--data ", o.data));
     const int64_t n = std::min<int64_t>(o.batch, d.size());
     std::vector<int64_t> idx(n);
     for (int64_t i = 0; i < n; ++i) idx[i] = i;
-    train::Batch b = train::make_batch(d, layout, idx, 0, n);
+    train::Batch b = train::make_batch(d, data_only, idx, 0, n);
     input = b.inputs;
     target = b.targets;
+    extra = check_extra_inputs(given, layout, input, rng, how);
     if (loss == train::LossKind::CrossEntropy)
       labels.class_axis = layout.class_axis;
     return;
@@ -150,17 +262,13 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
         throw Error(cat("input '", in.name, "' takes ", dtype_name(layout.input_dtype),
                         " ids, but no Gather of a table of known size consumes it, so check "
                         "cannot make random ids: give --data IDS.npy"));
-      std::uniform_int_distribution<int64_t> id(0, layout.input_bound - 1);
-      input = Tensor(layout.input_dtype, xs);
-      for (int64_t i = 0; i < input.numel(); ++i) {
-        if (layout.input_dtype == DType::I64) input.data<int64_t>()[i] = id(rng);
-        else input.data<int32_t>()[i] = static_cast<int32_t>(id(rng));
-      }
+      input = random_ids(layout.input_dtype, xs, layout.input_bound, rng);
     } else {
       input = Tensor(DType::F32, xs);
       for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = normal(rng);
     }
   }
+  extra = check_extra_inputs(given, layout, input, rng, how);
   if (loss == train::LossKind::Model) return;
   if (loss == train::LossKind::CrossEntropy) {
     const train::ClassAxis ca = train::resolve_class_axis(g.outputs.at(0), labels);
@@ -177,7 +285,9 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
       }
     if (!known) {
       Executor exec(g);
-      std::vector<Tensor> outs = exec.run({{in.name, input}});
+      std::map<std::string, Tensor> feeds = extra;
+      feeds[in.name] = input;
+      std::vector<Tensor> outs = exec.run(feeds);
       out_shape = outs.at(0).shape();
     }
     if (static_cast<int64_t>(out_shape.size()) != ca.rank)
@@ -258,12 +368,18 @@ int run_check(const CheckCommandOptions& o) {
   }
   Tensor input, target;
   std::string axis_line;
-  make_check_batch(o, model.graph, c.loss, c.labels, axis_line, input, target);
+  std::map<std::string, std::string> c_extra_how;
+  std::string source;
+  make_check_batch(o, model.graph, c.loss, c.labels, axis_line, input, target, c.extra_inputs,
+                   c_extra_how, source);
 
   std::cout << "check " << train::check_mode_line(c, why_cpu) << "\n";
   std::cout << "model " << o.model << ", batch " << input.dim(0) << " ("
-            << (o.data == "random" ? cat("random, seed ", o.seed) : cat("first batch of ", o.data))
+            << source
             << "), input " << dtype_name(input.dtype()) << " " << shape_str(input.shape()) << "\n";
+  for (const auto& [name, t] : c.extra_inputs)
+    std::cout << "input '" << name << "' " << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+              << " (" << c_extra_how[name] << ")\n";
   if (!axis_line.empty())
     std::cout << "cross-entropy over " << axis_line << ", labels " << shape_str(target.shape())
               << "\n";

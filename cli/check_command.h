@@ -18,6 +18,8 @@ struct CheckCommandOptions {
   std::string precision = "fp16";  // fp16 | bf16 | fp32
   int64_t batch = 4;
   std::string device = "auto";     // auto (cuda when a device answers) | cpu | cuda
+  // --input NAME=FILE.npy: the batch of a model input (its first --batch samples).
+  std::vector<std::string> inputs;
   std::string data = "random";     // random | IDX folder | fashion-mnist: its first training batch
                                    // | X.npy: its first inputs (random labels)
   std::vector<float> normalize;    // MEAN,STD as train's --normalize

@@ -27,6 +27,14 @@ void add_data_options(CLI::App* c, DataOptions& d) {
   c->add_option("--train-y", d.train_y, "Training labels or targets (.npy)");
   c->add_option("--val-x", d.val_x, "Validation inputs (.npy)");
   c->add_option("--val-y", d.val_y, "Validation labels or targets (.npy)");
+  c->add_option("--train-input", d.train_inputs,
+                "NAME=FILE.npy: another model input for training (attention_mask, "
+                "token_type_ids, ...), N samples along dimension 0 like --train-x; repeatable")
+      ->allow_extra_args(false);
+  c->add_option("--val-input", d.val_inputs,
+                "NAME=FILE.npy: another model input for validation/eval, like --val-x; "
+                "repeatable")
+      ->allow_extra_args(false);
   c->add_option("--normalize", d.normalize,
                 "MEAN,STD: feed (x - MEAN) / STD after uint8 scaling to [0, 1] (e.g. "
                 "0.2860,0.3530 for Fashion-MNIST); use the same values for train and eval")
@@ -75,6 +83,8 @@ LoadedData load_data(const DataOptions& d, bool need_train) {
     r.val = npy_pair(d.val_x, d.val_y, "val");
     r.has_val = true;
   }
+  r.train.extra = read_named_inputs(d.train_inputs, "--train-input");
+  r.val.extra = read_named_inputs(d.val_inputs, "--val-input");
   if (need_train && !r.train.inputs.defined())
     throw Error("no training data: give --data DIR|fashion-mnist or --train-x/--train-y");
   return r;
@@ -155,6 +165,24 @@ train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
   if (ce && labels && labels->defined() && labels->rank() >= 1)
     o.label_shape = Shape(labels->shape().begin() + 1, labels->shape().end());
   return o;
+}
+
+std::map<std::string, Tensor> read_named_inputs(const std::vector<std::string>& args,
+                                                const std::string& flag) {
+  std::map<std::string, Tensor> r;
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      throw Error(cat(flag, " ", a, ": expected NAME=FILE.npy (NAME: the model input it feeds)"));
+    const std::string name = a.substr(0, eq);
+    if (r.count(name)) throw Error(cat(flag, " ", name, "=...: given twice"));
+    try {
+      r[name] = onnx_loader::read_npy(a.substr(eq + 1));
+    } catch (const std::exception& e) {
+      throw Error(cat(flag, " ", name, "=", a.substr(eq + 1), ": ", e.what()));
+    }
+  }
+  return r;
 }
 
 std::string default_output_path(const std::string& model) {
@@ -330,7 +358,7 @@ int run_eval(const EvalOptions& o) {
   if (loss == train::LossKind::CrossEntropy && !model.graph.outputs.empty())
     std::cout << "cross-entropy over "
               << train::resolve_class_axis(model.graph.outputs[0], labels).why << "\n";
-  train::check_dataset(d, layout, "evaluation data");
+  train::check_dataset(d, layout, "evaluation data", data.has_val ? "--val-input" : "--train-input");
   train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch, device);
   std::cout << "samples " << r.samples << "\nloss " << r.loss << "\n";
   if (r.accuracy >= 0)

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ struct LabelFlags {
 struct DataOptions {
   std::string data;  // IDX folder or a named dataset ("fashion-mnist")
   std::string train_x, train_y, val_x, val_y;  // .npy pairs
+  // --train-input / --val-input NAME=FILE.npy: the model's other inputs (masks, token types).
+  std::vector<std::string> train_inputs, val_inputs;
   std::vector<float> normalize;  // --normalize MEAN,STD: inputs become (x - MEAN) / STD
 };
 
@@ -101,5 +104,10 @@ train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
 // The default output path: MODEL.trained.onnx beside the input (MODEL.trained-2.onnx, ... if
 // that exists), never the input itself.
 std::string default_output_path(const std::string& model);
+
+// NAME=FILE.npy arguments of `flag` (--train-input, --input, ...) read into tensors by name;
+// a malformed or repeated NAME is an error naming the flag.
+std::map<std::string, Tensor> read_named_inputs(const std::vector<std::string>& args,
+                                                const std::string& flag);
 
 }  // namespace oat::cli

@@ -82,8 +82,9 @@ PathRun run_path(const TrainingGraph& tg, Device device, const std::map<std::str
 
 // The feeds of one forward + backward pass: the batch, lr 0, step 1, the backward seed S.
 std::map<std::string, Tensor> feeds_for(const TrainingGraph& tg, const Tensor& input,
-                                        const Tensor& target, double scale) {
-  std::map<std::string, Tensor> f;
+                                        const Tensor& target, double scale,
+                                        const std::map<std::string, Tensor>& extra) {
+  std::map<std::string, Tensor> f = extra;  // the model's other inputs
   f[tg.data_input] = input;
   if (!tg.target.empty()) f[tg.target] = target;
   f[tg.lr] = Tensor::scalar<float>(0.0f);
@@ -199,7 +200,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   PathRun m;
   std::map<std::string, Tensor> mfeeds;
   for (int attempt = 0;; ++attempt) {
-    mfeeds = feeds_for(mix, input, target, scale);
+    mfeeds = feeds_for(mix, input, target, scale, o.extra_inputs);
     m = run_path(mix, o.device, mfeeds, o.perturb);
     bool finite = true;
     for (const auto& [param, grad] : mix.grads)
@@ -210,7 +211,8 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
     ++rep.overflow_retries;
   }
   rep.loss_scale = scale;
-  const PathRun r = run_path(ref, Device::CPU, feeds_for(ref, input, target, scale), nullptr);
+  const PathRun r =
+      run_path(ref, Device::CPU, feeds_for(ref, input, target, scale, o.extra_inputs), nullptr);
   rep.loss_ref = r.loss;
   rep.loss_checked = m.loss;
 

@@ -57,6 +57,8 @@ struct CheckOptions {
   CheckTolerances tol;
   std::string op_lists;                 // as training: --op-lists, --fp32-nodes, --fp16-nodes
   std::vector<std::string> fp32_nodes, low_nodes;
+  // The model's other inputs (attention_mask, token_type_ids, ...) for this batch, by name.
+  std::map<std::string, Tensor> extra_inputs;
   // Test hook (a deliberately broken kernel): called on the checked path after every node, before
   // its outputs are used; it may change them in place.
   std::function<void(const Node&, std::vector<Tensor>&)> perturb;

@@ -43,6 +43,7 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
                        const LabelOptions& labels) {
   BatchLayout L;
   const ValueInfo* in = &data_input_of(model);
+  L.input_name = in->name;
   if (!in->shape || in->shape->empty())
     throw Error(cat("input '", in->name, "' has no declared shape; cannot cut batches for it"));
   for (size_t d = 1; d < in->shape->size(); ++d) {
@@ -57,6 +58,20 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
     L.input_bound = index_bound(model, in->name);
   } else {
     L.input_dtype = DType::F32;
+  }
+  // Every other input (not an initializer) is fed from the data's extra inputs.
+  for (const auto& v : model.inputs) {
+    if (v.name == in->name || model.initializers.count(v.name)) continue;
+    ExtraInput e;
+    e.name = v.name;
+    e.dtype = v.dtype;
+    if (v.shape) {
+      e.shape_known = true;
+      for (size_t d = 1; d < v.shape->size(); ++d)
+        e.sample_shape.push_back((*v.shape)[d].fixed() ? (*v.shape)[d].value : -1);
+    }
+    if (is_integer(v.dtype)) e.bound = index_bound(model, v.name);
+    L.extra_inputs.push_back(std::move(e));
   }
   const ValueInfo* out = model.outputs.empty() ? nullptr : &model.outputs[0];
   for (const auto& v : model.outputs)
@@ -192,6 +207,7 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
   Batch b;
   while (pf.next(b)) {
     feeds[input] = b.inputs;
+    for (const auto& [name, t] : b.extra) feeds[name] = t;
     std::vector<Tensor> out = exec.run(feeds);
     if (loss == LossKind::Model) {
       loss_sum += out[0].item_as_double() * b.inputs.dim(0);
@@ -307,7 +323,7 @@ int64_t Trainer::load_checkpoint() {
 
 void Trainer::fit(const Dataset& train, const Dataset* val) {
   check_dataset(train, layout_, "training data");
-  if (val) check_dataset(*val, layout_, "validation data");
+  if (val) check_dataset(*val, layout_, "validation data", "--val-input");
   if (train.size() == 0) throw Error("training data is empty");
   const int64_t per_epoch = (train.size() + cfg_.batch - 1) / cfg_.batch;
   int64_t total = per_epoch * cfg_.epochs;
@@ -414,6 +430,7 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
       }
       std::map<std::string, Tensor> feeds = state_;
       feeds[tg_.data_input] = b.inputs;
+      for (const auto& [name, t] : b.extra) feeds[name] = t;
       if (!tg_.target.empty()) feeds[tg_.target] = b.targets;
       feeds[tg_.lr] = Tensor::scalar<float>(static_cast<float>(lr));
       // Adam's t counts applied updates only (a skipped step leaves the moments as they were).

@@ -106,7 +106,8 @@ class Trainer {
   void start_device_run();
   PendingStep device_step(const Batch& b, double lr);
   void try_capture();
-  std::map<std::string, Tensor> run_device_graph(const Tensor& x, const Tensor& y);
+  std::map<std::string, Tensor> run_device_graph(const Tensor& x, const Tensor& y,
+                                                const std::map<std::string, Tensor>& extra);
   void read_pending(std::vector<PendingStep>& pending);  // device scalars -> host tensors
   void download_state();                                // device state -> state_
 

@@ -74,10 +74,12 @@ void Trainer::start_device_run() {
 
 // One run of the training graph on the device state: the loss, found_inf and every new state
 // tensor, left on the device.
-std::map<std::string, Tensor> Trainer::run_device_graph(const Tensor& x, const Tensor& y) {
+std::map<std::string, Tensor> Trainer::run_device_graph(const Tensor& x, const Tensor& y,
+                                                        const std::map<std::string, Tensor>& extra) {
   DeviceRun& d = *dev_;
   std::map<std::string, Tensor> feeds = d.state;
   feeds[tg_.data_input] = x;
+  for (const auto& [name, t] : extra) feeds[name] = t;  // attention masks, token types, ...
   if (!tg_.target.empty()) feeds[tg_.target] = y;
   feeds[tg_.lr] = d.lr;
   feeds[tg_.step] = d.amp.step;
@@ -96,10 +98,16 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
   p.lr = lr;
   const bool has_target = !tg_.target.empty();
   d.dc->copy_into(Tensor::scalar<float>(static_cast<float>(lr)), d.lr);
+  bool extra_fit = true;  // every extra input of this batch has its graph buffer's shape
+  for (const auto& [name, t] : b.extra) {
+    auto it = d.extra.find(name);
+    extra_fit = extra_fit && it != d.extra.end() && it->second.shape() == t.shape();
+  }
   if (d.graph && b.inputs.shape() == d.x.shape() &&
-      (!has_target || b.targets.shape() == d.y.shape())) {
+      (!has_target || b.targets.shape() == d.y.shape()) && extra_fit) {
     d.dc->copy_into(b.inputs, d.x);
     if (has_target) d.dc->copy_into(b.targets, d.y);
+    for (const auto& [name, t] : b.extra) d.dc->copy_into(t, d.extra.at(name));
     d.graph->replay();
     // The replay's outputs are rewritten by the next one: this step's copies.
     Entered e(d.dc);
@@ -111,7 +119,7 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
     }
     return p;
   }
-  auto out = run_device_graph(b.inputs, b.targets);
+  auto out = run_device_graph(b.inputs, b.targets, b.extra);
   for (const auto& [name, next] : tg_.updates) {
     // With a graph the state buffers are fixed (the graph reads them): copy into them.
     if (d.graph) d.dc->copy_into(out.at(next), d.state.at(name));
@@ -128,6 +136,8 @@ Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {
       Entered e(d.dc);
       d.x = Tensor(b.inputs.dtype(), b.inputs.shape(), cfg_.device);
       if (has_target) d.y = Tensor(b.targets.dtype(), b.targets.shape(), cfg_.device);
+      d.extra.clear();
+      for (const auto& [name, t] : b.extra) d.extra[name] = Tensor(t.dtype(), t.shape(), cfg_.device);
     }
     try_capture();
   }
@@ -139,7 +149,7 @@ void Trainer::try_capture() {
   try {
     d.dc->begin_capture();
     // Recorded, not run: the step just run eagerly is not repeated.
-    auto out = run_device_graph(d.x, d.y);
+    auto out = run_device_graph(d.x, d.y, d.extra);
     for (const auto& [name, next] : tg_.updates) d.dc->copy_into(out.at(next), d.state.at(name));
     const Tensor* found = tg_.found_inf.empty() ? nullptr : &out.at(tg_.found_inf);
     d.dc->amp_step(d.amp, found, d.rule);

@@ -22,6 +22,7 @@ struct Trainer::DeviceRun {
   // The captured step and its fixed buffers.
   std::unique_ptr<CapturedGraph> graph;
   Tensor x, y;                          // batch inputs and targets
+  std::map<std::string, Tensor> extra;  // the other model inputs (BatchLayout::extra_inputs)
   Tensor loss_out, found_out;           // written by every replay
 };
 

@@ -7,7 +7,79 @@
 
 namespace oat::train {
 
-void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what) {
+namespace {
+
+// "bool", "integer" or "float": the kinds of data an input of type `t` accepts.
+const char* kind_of(DType t) {
+  return t == DType::Bool ? "bool" : is_integer(t) ? "integer" : "float";
+}
+
+std::string sample_shape_str(const ExtraInput& e) {
+  if (!e.shape_known) return "[N, ...]";
+  std::string r = "[N";
+  for (int64_t d : e.sample_shape) r += d < 0 ? std::string(", ?") : cat(", ", d);
+  return r + "]";
+}
+
+}  // namespace
+
+void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
+                        const BatchLayout& layout, const std::string& what,
+                        const std::string& input_flag) {
+  for (const auto& [name, t] : extra) {
+    bool known = false;
+    for (const ExtraInput& e : layout.extra_inputs) known = known || e.name == name;
+    if (known) continue;
+    if (!layout.input_name.empty() && name == layout.input_name)
+      throw Error(cat(what, ": ", input_flag, " ", name, "=...: '", name,
+                      "' is the model's data input: give it with ",
+                      input_flag == "--val-input" ? "--val-x" : "--train-x"));
+    std::string names;
+    for (const ExtraInput& e : layout.extra_inputs) names += cat(names.empty() ? "" : ", ", "'", e.name, "'");
+    throw Error(cat(what, ": ", input_flag, " ", name, "=...: the model has no other input named '",
+                    name, "'", names.empty() ? " (its only input is the data input)"
+                                             : cat(" (its other inputs: ", names, ")")));
+  }
+  for (const ExtraInput& e : layout.extra_inputs) {
+    auto it = extra.find(e.name);
+    if (it == extra.end())
+      throw Error(cat(what, ": the model's input '", e.name, "' (", dtype_name(e.dtype), " ",
+                      sample_shape_str(e), ") is not fed: give it with ", input_flag,
+                      " ", e.name, "=FILE.npy"));
+    const Tensor& t = it->second;
+    const std::string label = cat(what, ": input '", e.name, "'");
+    if (!t.defined() || t.rank() < 1 || t.dim(0) != n)
+      throw Error(cat(label, " has ", t.defined() && t.rank() >= 1 ? cat(t.dim(0)) : "no",
+                      " samples (", t.defined() ? shape_str(t.shape()) : "[]", "), the data has ",
+                      n, " (dimension 0 must match)"));
+    const DType dt = t.dtype();
+    const bool fits = e.dtype == DType::Bool ? dt == DType::Bool
+                      : is_integer(e.dtype)  ? is_integer(dt)
+                                             : is_floating(dt);
+    if (!fits)
+      throw Error(cat(label, " is ", dtype_name(dt), ", the model's input is ", dtype_name(e.dtype),
+                      " (give ", is_integer(e.dtype) ? "an " : "a ", kind_of(e.dtype), " array)"));
+    bool shape_ok = !e.shape_known || t.rank() == static_cast<int64_t>(e.sample_shape.size()) + 1;
+    for (size_t d = 0; e.shape_known && shape_ok && d < e.sample_shape.size(); ++d)
+      shape_ok = e.sample_shape[d] < 0 || t.dim(static_cast<int64_t>(d) + 1) == e.sample_shape[d];
+    if (!shape_ok)
+      throw Error(cat(label, " has shape ", shape_str(t.shape()), ", the model's input takes ",
+                      sample_shape_str(e)));
+    if (e.bound > 0 && is_integer(dt)) {
+      const int64_t per = n ? t.numel() / n : 0;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const int64_t id = t.item_as_int(i);
+        if (id < 0 || id >= e.bound)
+          throw Error(cat(label, ": id ", id, " at sample ", i / std::max<int64_t>(1, per),
+                          " is outside [0, ", e.bound,
+                          "), the rows of the table the model's input indexes"));
+      }
+    }
+  }
+}
+
+void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
+                   const std::string& input_flag) {
   if (!data.inputs.defined() || data.inputs.rank() < 1)
     throw Error(cat(what, ": no inputs"));
   if (!data.targets.defined() || data.targets.rank() < 1)
@@ -72,6 +144,7 @@ void check_dataset(const Dataset& data, const BatchLayout& layout, const std::st
       throw Error(cat(what, ": each target has ", t_per, " values, the model's output has ",
                       numel(layout.target_shape)));
   }
+  check_extra_inputs(data.extra, n, layout, what, input_flag);
 }
 
 Batch make_batch(const Dataset& data, const BatchLayout& layout,
@@ -145,6 +218,23 @@ Batch make_batch(const Dataset& data, const BatchLayout& layout,
     for (int64_t k = 0; k < b; ++k)
       for (int64_t j = 0; j < tp; ++j)
         t[k * tp + j] = static_cast<float>(data.targets.item_as_double(indices[begin + k] * tp + j));
+  }
+  // Extra inputs: the same samples, each row copied, then cast to the model's type.
+  for (const ExtraInput& e : layout.extra_inputs) {
+    auto it = data.extra.find(e.name);
+    if (it == data.extra.end()) throw Error(cat("input '", e.name, "' is not in the data"));
+    const Tensor& src = it->second;
+    Shape s = src.shape();
+    s[0] = b;
+    Tensor rows(src.dtype(), s);
+    const int64_t n = src.dim(0);
+    const size_t row_bytes = n ? src.nbytes() / static_cast<size_t>(n) : 0;
+    for (int64_t k = 0; k < b; ++k)
+      std::memcpy(static_cast<char*>(rows.raw_data()) + k * row_bytes,
+                  static_cast<const char*>(src.raw_data()) +
+                      indices[static_cast<size_t>(begin + k)] * row_bytes,
+                  row_bytes);
+    batch.extra[e.name] = src.dtype() == e.dtype ? rows : cast_tensor(rows, e.dtype);
   }
   return batch;
 }

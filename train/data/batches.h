@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,12 +21,26 @@ namespace oat::train {
 struct Dataset {
   Tensor inputs;   // [N, ...]
   Tensor targets;  // [N] int64 labels or [N, ...] float
+  // The model's other inputs (attention_mask, token_type_ids, ...) by input name, [N, ...] each:
+  // cut with the same indices as `inputs` and fed as they are (cast to the input's type).
+  std::map<std::string, Tensor> extra = {};
   int64_t size() const { return inputs.defined() ? inputs.dim(0) : 0; }
+};
+
+// A model input other than the data input, fed from Dataset::extra.
+struct ExtraInput {
+  std::string name;
+  DType dtype = DType::F32;  // the model's type; the data must be of the same kind (bool, integer,
+                             // float) and is cast to it
+  Shape sample_shape;        // the declared shape without N; -1 where symbolic (any size)
+  bool shape_known = false;  // false: the model declares no shape (any [N, ...] is taken)
+  int64_t bound = 0;         // integer ids indexing a table (index_bound): [0, bound); 0: unchecked
 };
 
 // Where a model wants its batches: the per-sample shape of its input (e.g. [1, 28, 28]) and of
 // its target, and the class count for label checks (0 when not classification).
 struct BatchLayout {
+  std::string input_name;  // the model's data input (data_input_of), fed from Dataset::inputs
   Shape sample_shape;
   // F32 (uint8 images and float data become F32), or I64 / I32 for token ids: integer inputs
   // are copied as integers (never through float), and only integer data is accepted for them.
@@ -42,15 +57,27 @@ struct BatchLayout {
   // defaults leave inputs as they are).
   float input_mean = 0.0f;
   float input_std = 1.0f;
+  // Every other model input (not an initializer): each must be given in Dataset::extra.
+  std::vector<ExtraInput> extra_inputs;
 };
 
 // Checks that `data` fits `layout` (per-sample element count, dtypes, label range) and throws
-// Error saying which part does not fit and why, naming `what` ("training data", ...).
-void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what);
+// Error saying which part does not fit and why, naming `what` ("training data", ...). A model
+// input missing from data.extra is named with its type, shape and `input_flag` (the option that
+// gives it: --train-input, --val-input, --input).
+void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
+                   const std::string& input_flag = "--train-input");
+
+// The extra inputs alone (for check, whose data input and labels come from elsewhere): each of
+// the layout's extra inputs is in `extra`, [n, ...] of a fitting kind and shape; nothing else is.
+void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
+                        const BatchLayout& layout, const std::string& what,
+                        const std::string& input_flag);
 
 struct Batch {
   Tensor inputs;
   Tensor targets;
+  std::map<std::string, Tensor> extra;  // the layout's extra inputs, in the model's types
   int64_t first = 0;  // index of the batch in the epoch
 };
 

@@ -131,7 +131,12 @@ double cpu_seconds(clockid_t clock) {
 train::Dataset data_for(const oat::Graph& model, const train::Dataset& idx, int64_t batch) {
   const train::BatchLayout L = train::layout_for(model, train::LossKind::CrossEntropy);
   int64_t per_sample = 1;
-  for (int64_t d : L.sample_shape) per_sample *= d;
+  for (int64_t d : L.sample_shape) {
+    if (d < 0)
+      throw oat::Error("the model's input has a symbolic dimension after the batch; the bench "
+                       "needs fixed sample shapes");
+    per_sample *= d;
+  }
   if (idx.inputs.defined() && idx.inputs.numel() / std::max<int64_t>(1, idx.size()) == per_sample)
     return idx;
   const int64_t batch_bytes = batch * per_sample * static_cast<int64_t>(sizeof(float));

@@ -228,6 +228,7 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
     inputs_only.target_shape = {};
     inputs_only.num_classes = 0;
     inputs_only.extra_inputs.clear();  // checked by check_extra_inputs below
+    train::fit_sample_shape(inputs_only, d.inputs, data_src);
     train::check_dataset(d, inputs_only, data_npy.defined() ? data_src : cat("--data ", o.data));
     const int64_t n = std::min<int64_t>(o.batch, d.size());
     std::vector<int64_t> idx(n);
@@ -243,6 +244,7 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
     train::Dataset d{f.train.images, f.train.labels};
     train::BatchLayout data_only = layout;
     data_only.extra_inputs.clear();  // checked by check_extra_inputs below
+    train::fit_sample_shape(data_only, d.inputs, cat("--data ", o.data));
     train::check_dataset(d, data_only, cat("--data ", o.data));
     const int64_t n = std::min<int64_t>(o.batch, d.size());
     std::vector<int64_t> idx(n);
@@ -257,6 +259,11 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
   } else {
     Shape xs = {o.batch};
     xs.insert(xs.end(), layout.sample_shape.begin(), layout.sample_shape.end());
+    for (size_t d = 1; d < xs.size(); ++d)
+      if (xs[d] < 0)
+        throw Error(cat("input '", in.name, "' has shape ", in.shape_string(), ": dimension ", d,
+                        " is symbolic, so check cannot size a random batch: give one with --input ",
+                        in.name, "=FILE.npy (or --data X.npy)"));
     if (is_integer(layout.input_dtype)) {
       if (layout.input_bound <= 0)
         throw Error(cat("input '", in.name, "' takes ", dtype_name(layout.input_dtype),

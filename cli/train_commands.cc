@@ -355,6 +355,7 @@ int run_eval(const EvalOptions& o) {
   const train::LabelOptions labels = label_options(o.labels, o.loss, &d.targets);
   train::BatchLayout layout = train::layout_for(model.graph, loss, "", labels);
   apply_normalize(o.data, layout);
+  train::fit_sample_shape(layout, d.inputs, "evaluation data");
   if (loss == train::LossKind::CrossEntropy && !model.graph.outputs.empty())
     std::cout << "cross-entropy over "
               << train::resolve_class_axis(model.graph.outputs[0], labels).why << "\n";

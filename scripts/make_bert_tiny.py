@@ -12,7 +12,8 @@ Model (torch.onnx, opset 17, dynamic batch, T = 8):
 Task: each sample has a length L in [3, T]; positions >= L are padding (id 0, mask 0); position 0
 is a [CLS] id 1; the other ids are uniform in [2, 20). label = 1 when more than half of the ids
 at positions 1..L-1 are >= 11. token_type_ids are 0 before L // 2 and 1 after (like a sentence
-pair). Writes bert_tiny.onnx, {train,val}_{ids,mask,types,labels}.npy.
+pair). Writes bert_tiny.onnx, bert_tiny_dynseq.onnx (the same model exported with a symbolic
+sequence axis too, as Hugging Face exports are) and {train,val}_{ids,mask,types,labels}.npy.
 """
 import os
 import sys
@@ -36,7 +37,7 @@ class TinyBert(nn.Module):
         self.head = nn.Linear(D, CLASSES)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
-        pos = torch.arange(T, dtype=torch.long).unsqueeze(0)
+        pos = torch.arange(input_ids.shape[1], dtype=torch.long).unsqueeze(0)
         h = self.tok(input_ids) + self.pos(pos) + self.typ(token_type_ids)
         h = self.enc(self.norm(h), src_key_padding_mask=attention_mask == 0)
         return self.head(h[:, 0])
@@ -67,9 +68,11 @@ def main():
     names = ["input_ids", "attention_mask", "token_type_ids"]
     # Not under torch.no_grad(): there the encoder layer takes its fused fast path, which
     # torch.onnx cannot export.
-    torch.onnx.export(model, args, os.path.join(out, "bert_tiny.onnx"), opset_version=17,
-                      input_names=names, output_names=["logits"], do_constant_folding=True,
-                      dynamic_axes={**{k: {0: "batch"} for k in names}, "logits": {0: "batch"}})
+    for file, axes in (("bert_tiny.onnx", {0: "batch"}),
+                       ("bert_tiny_dynseq.onnx", {0: "batch", 1: "sequence"})):
+        torch.onnx.export(model, args, os.path.join(out, file), opset_version=17,
+                          input_names=names, output_names=["logits"], do_constant_folding=True,
+                          dynamic_axes={**{k: axes for k in names}, "logits": {0: "batch"}})
     for split, n, seed in (("train", n_train, 1), ("val", n_val, 2)):
         for key, arr in zip(("ids", "mask", "types", "labels"), data(n, seed)):
             np.save(os.path.join(out, f"{split}_{key}.npy"), arr)

@@ -46,12 +46,10 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
   L.input_name = in->name;
   if (!in->shape || in->shape->empty())
     throw Error(cat("input '", in->name, "' has no declared shape; cannot cut batches for it"));
-  for (size_t d = 1; d < in->shape->size(); ++d) {
-    if (!(*in->shape)[d].fixed())
-      throw Error(cat("input '", in->name, "' has shape ", in->shape_string(),
-                      ": only the first (batch) dimension may be dynamic for training"));
-    L.sample_shape.push_back((*in->shape)[d].value);
-  }
+  // A symbolic dimension after the batch (a sequence axis) is -1 here; fit_sample_shape takes
+  // its size from the data.
+  for (size_t d = 1; d < in->shape->size(); ++d)
+    L.sample_shape.push_back((*in->shape)[d].fixed() ? (*in->shape)[d].value : -1);
   // Token ids stay integers of the model's type; everything else is fed as F32.
   if (is_integer(in->dtype)) {
     L.input_dtype = in->dtype;
@@ -199,11 +197,13 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
   eo.device = device;
   Executor exec(*graph, eo);
   const std::string& input = data_input_of(model).name;
+  BatchLayout fitted = layout;
+  fit_sample_shape(fitted, data.inputs, "evaluation data");
   EvalResult r;
   double loss_sum = 0;
   int64_t correct = 0, positions = 0;
   std::vector<int64_t> order = epoch_order(data.size(), 0, 0, false);
-  BatchPrefetcher pf(data, layout, order, batch, false);
+  BatchPrefetcher pf(data, fitted, order, batch, false);
   Batch b;
   while (pf.next(b)) {
     feeds[input] = b.inputs;
@@ -322,6 +322,7 @@ int64_t Trainer::load_checkpoint() {
 }
 
 void Trainer::fit(const Dataset& train, const Dataset* val) {
+  fit_sample_shape(layout_, train.inputs, "training data");
   check_dataset(train, layout_, "training data");
   if (val) check_dataset(*val, layout_, "validation data", "--val-input");
   if (train.size() == 0) throw Error("training data is empty");

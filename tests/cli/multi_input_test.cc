@@ -182,6 +182,40 @@ TEST_SUITE("cli multi-input") {
                  {"input 'attention_mask' is float32, the model's input is int64"});
   }
 
+  TEST_CASE("a symbolic sequence axis (as Hugging Face exports): its size comes from the data") {
+    TempDir d;
+    make_bert_tiny(d);
+    const std::string model = d / "bert_tiny_dynseq.onnx";
+    const CliResult r = run_cli(std::vector<std::string>{"train", model, "--precision", "fp16",
+                                                         "--batch", "32", "--lr", "3e-3",
+                                                         "--epochs", "2", "-o", d / "t.onnx"} +
+                                    data_args(d),
+                                d);
+    INFO(r.out, r.err);
+    REQUIRE(r.status == 0);
+    CHECK(last_value(r.out, "val accuracy ") > 0);
+    const CliResult e = run_cli({"eval", d / "t.onnx", "--val-x", d / "val_ids.npy", "--val-y",
+                                 d / "val_labels.npy", "--val-input",
+                                 "attention_mask=" + d / "val_mask.npy", "--val-input",
+                                 "token_type_ids=" + d / "val_types.npy"},
+                                d);
+    INFO(e.out, e.err);
+    CHECK(e.status == 0);
+    CHECK(last_value(e.out, "accuracy ") == doctest::Approx(last_value(r.out, "val accuracy ")).epsilon(1e-4));
+    // check: a random batch cannot be sized; from --input it runs (mask and types defaulted to
+    // the ids' sequence length).
+    expect_error(run_cli({"check", model, "--device", "cpu"}, d),
+                 {"input 'input_ids' has shape [batch, sequence]: dimension 1 is symbolic",
+                  "--input input_ids=FILE.npy"});
+    const CliResult c = run_cli({"check", model, "--device", "cpu", "--batch", "3", "--input",
+                                 "input_ids=" + d / "val_ids.npy"},
+                                d);
+    INFO(c.out, c.err);
+    CHECK(c.status == 0);
+    CHECK(has(c.out, "input 'attention_mask' int64 [3, 8] (all ones: a mask by its name)"));
+    CHECK(has(c.out, " 0 failing"));
+  }
+
   TEST_CASE("check: an input no default covers asks for --input") {
     // x float [N, 4] -> MatMul W; plus `scale` float [N, 4] multiplied in: no default for it.
     TempDir d;

@@ -78,6 +78,22 @@ void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
   }
 }
 
+void fit_sample_shape(BatchLayout& layout, const Tensor& inputs, const std::string& what) {
+  bool symbolic = false;
+  for (int64_t d : layout.sample_shape) symbolic = symbolic || d < 0;
+  if (!symbolic) return;
+  std::string want = "[N";
+  for (int64_t d : layout.sample_shape) want += d < 0 ? std::string(", ?") : cat(", ", d);
+  want += "]";
+  if (!inputs.defined() ||
+      inputs.rank() != static_cast<int64_t>(layout.sample_shape.size()) + 1)
+    throw Error(cat(what, ": inputs ", inputs.defined() ? shape_str(inputs.shape()) : "(none)",
+                    " do not fit the model's input '", layout.input_name, "' ", want,
+                    " (its symbolic dimensions take their size from the data, of the same rank)"));
+  for (size_t d = 0; d < layout.sample_shape.size(); ++d)
+    if (layout.sample_shape[d] < 0) layout.sample_shape[d] = inputs.dim(static_cast<int64_t>(d) + 1);
+}
+
 void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
                    const std::string& input_flag) {
   if (!data.inputs.defined() || data.inputs.rank() < 1)

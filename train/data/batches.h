@@ -41,6 +41,8 @@ struct ExtraInput {
 // its target, and the class count for label checks (0 when not classification).
 struct BatchLayout {
   std::string input_name;  // the model's data input (data_input_of), fed from Dataset::inputs
+  // Without N; -1 where the model's dimension is symbolic (a sequence axis) until
+  // fit_sample_shape sets it from the data.
   Shape sample_shape;
   // F32 (uint8 images and float data become F32), or I64 / I32 for token ids: integer inputs
   // are copied as integers (never through float), and only integer data is accepted for them.
@@ -67,6 +69,10 @@ struct BatchLayout {
 // gives it: --train-input, --val-input, --input).
 void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
                    const std::string& input_flag = "--train-input");
+
+// Sets the symbolic (-1) dimensions of layout.sample_shape from `inputs` ([N, ...] of the same
+// rank); throws Error naming `what` and the model's input when the rank differs.
+void fit_sample_shape(BatchLayout& layout, const Tensor& inputs, const std::string& what);
 
 // The extra inputs alone (for check, whose data input and labels come from elsewhere): each of
 // the layout's extra inputs is in `extra`, [n, ...] of a fitting kind and shape; nothing else is.

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "cli/train_commands.h"
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/composite.h"
@@ -16,7 +17,6 @@
 #include "train/check.h"
 #include "train/data/batches.h"
 #include "train/data/idx.h"
-#include "cli/train_commands.h"
 #include "train/trainer.h"
 
 namespace oat::cli {

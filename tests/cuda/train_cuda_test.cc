@@ -2,7 +2,8 @@
 // (this machine, CI) the requests fail with "no CUDA device" and write nothing, and the
 // agreement cases say SKIPPED. Where one answers: the CUDA trainer follows the CPU reference
 // step by step (FP32), the captured CUDA graph gives bit-identical results to eager CUDA steps,
-// a partial last batch runs eagerly between replays, and FP16 with a dynamic loss scale skips the
+// a partial last batch runs eagerly between replays, a model with extra inputs (a mask, token
+// types: Dataset::extra) follows the CPU with them copied into the graph's buffers, and FP16 with a dynamic loss scale skips the
 // same overflowing steps with the same scale as the CPU's emulation.
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 #include <random>
 
 #include "cli/cli_runner.h"
+#include "dense_models.h"
 #include "models/zoo.h"
 #include "onnx_loader/graph_writer.h"
 #include "onnx_loader/tensor_io.h"
@@ -119,7 +121,130 @@ double state_error(const RunResult& a, const RunResult& b) {
   return worst;
 }
 
+// A model with three inputs (as a BERT-like export has):
+//   x float [N, 8], mask int64 [N, 8], types int64 [N] (ids into T [2, 8])
+//   h = x * Cast<float>(mask) + Gather(T, types);  logits = h W + b  ([N, 3])
+// trained from a Dataset whose extra inputs hold mask and types; label = argmax of the first
+// three unmasked x values' sum pattern (any deterministic function learns).
+Graph three_input_net() {
+  using namespace dense_test;
+  std::mt19937 rng(11);
+  Graph g;
+  g.name = "three_inputs";
+  g.opsets[""] = 17;
+  g.inputs.push_back(value("x", DType::F32, {-1, 8}));
+  g.inputs.push_back(value("mask", DType::I64, {-1, 8}));
+  g.inputs.push_back(value("types", DType::I64, {-1}));
+  g.initializers["T"] = uniform({2, 8}, 0.5f, rng);
+  g.initializers["W"] = uniform({8, 3}, 0.5f, rng);
+  g.initializers["b"] = Tensor::zeros(DType::F32, {3});
+  Attribute to;
+  to.kind = Attribute::Kind::Int;
+  to.i = 1;  // float
+  g.nodes.push_back(make_node("cast", "Cast", {"mask"}, "maskf", {{"to", to}}));
+  g.nodes.push_back(make_node("mul", "Mul", {"x", "maskf"}, "xm"));
+  g.nodes.push_back(make_node("emb", "Gather", {"T", "types"}, "te"));
+  g.nodes.push_back(make_node("add", "Add", {"xm", "te"}, "h"));
+  g.nodes.push_back(make_node("mm", "MatMul", {"h", "W"}, "hw"));
+  g.nodes.push_back(make_node("bias", "Add", {"hw", "b"}, "logits"));
+  g.outputs.push_back(value("logits", DType::F32, {-1, 3}));
+  return g;
+}
+
+train::Dataset three_input_data(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  train::Dataset d;
+  d.inputs = Tensor(DType::F32, {n, 8});
+  d.targets = Tensor(DType::I64, {n});
+  Tensor mask(DType::I64, {n, 8}), types(DType::I64, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = 3 + static_cast<int64_t>(rng() % 6);  // 3..8 unmasked
+    types.data<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
+    float s = 0;
+    for (int64_t j = 0; j < 8; ++j) {
+      const float v = u(rng);
+      d.inputs.data<float>()[i * 8 + j] = v;
+      mask.data<int64_t>()[i * 8 + j] = j < len;
+      if (j < len) s += v;
+    }
+    d.targets.data<int64_t>()[i] = s < -0.5f ? 0 : s > 0.5f ? 2 : 1;
+  }
+  d.extra["mask"] = mask;
+  d.extra["types"] = types;
+  return d;
+}
+
+RunResult train_three_inputs(Device device, bool graph, double* val_loss = nullptr) {
+  train::TrainerConfig cfg;
+  cfg.epochs = 2;
+  cfg.batch = 32;
+  cfg.progress = false;
+  cfg.device = device;
+  cfg.cuda_graph = graph;
+  cfg.lr = 1e-2;
+  cfg.graph.optimizer.kind = train::OptimizerKind::Adam;
+  train::Trainer t(three_input_net(), cfg);
+  RunResult r;
+  t.on_step = [&](int64_t, double loss) { r.losses.push_back(loss); };
+  const train::Dataset val = three_input_data(40, 9);
+  t.fit(three_input_data(100, 5), &val);
+  r.state = t.state();
+  r.graph = t.cuda_graph_status();
+  if (val_loss) *val_loss = t.evaluate(val).loss;
+  return r;
+}
+
 }  // namespace
+
+TEST_CASE("Trainer with extra inputs (mask, token types): CPU runs; CUDA eager and graph follow it") {
+  // 100 samples, batch 32: three full batches (graph replays, the extra inputs copied into their
+  // captured buffers) and one of 4 (eager) per epoch.
+  double cpu_val = 0;
+  const RunResult cpu = train_three_inputs(Device::CPU, false, &cpu_val);
+  REQUIRE(cpu.losses.size() == 8);
+  CHECK(std::isfinite(cpu_val));
+  for (double l : cpu.losses) CHECK(std::isfinite(l));
+  // The extra inputs reach the model: another mask gives another validation loss.
+  {
+    const Graph g = three_input_net();
+    train::Dataset val = three_input_data(40, 9);
+    const train::BatchLayout L = train::layout_for(g, train::LossKind::CrossEntropy);
+    REQUIRE(L.extra_inputs.size() == 2);
+    CHECK(L.extra_inputs[1].bound == 2);  // types index T's 2 rows
+    const double a = train::evaluate_model(g, {}, val, L, train::LossKind::CrossEntropy, 16).loss;
+    for (int64_t i = 0; i < val.extra["mask"].numel(); ++i) val.extra["mask"].data<int64_t>()[i] = 1;
+    const double b = train::evaluate_model(g, {}, val, L, train::LossKind::CrossEntropy, 16).loss;
+    CHECK(a != b);
+  }
+  // Without the extra inputs the Dataset is refused, naming the input and the flag.
+  {
+    train::TrainerConfig cfg;
+    cfg.progress = false;
+    train::Trainer t(three_input_net(), cfg);
+    train::Dataset d = three_input_data(10, 1);
+    d.extra.erase("types");
+    CHECK_THROWS_WITH_AS(t.fit(d, nullptr),
+                         doctest::Contains("input 'types' (int64 [N]) is not fed: give it with "
+                                           "--train-input types=FILE.npy"),
+                         Error);
+  }
+  if (!have_gpu()) return;
+  double eager_val = 0;
+  const RunResult eager = train_three_inputs(Device::CUDA, false, &eager_val);
+  const RunResult graph = train_three_inputs(Device::CUDA, true);
+  CHECK(graph.graph == "on");
+  REQUIRE(eager.losses.size() == 8);
+  REQUIRE(graph.losses.size() == 8);
+  for (size_t i = 0; i < cpu.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
+    CHECK(graph.losses[i] == eager.losses[i]);
+  }
+  CHECK(state_error(eager, cpu) < 1e-4);
+  CHECK(state_error(graph, eager) == 0.0);
+  CHECK(eager_val == doctest::Approx(cpu_val).epsilon(1e-4));
+}
 
 TEST_CASE("Trainer on CUDA without a device fails with 'no CUDA device'") {
   if (cuda::device_count() > 0) return;  // the cases below cover a device

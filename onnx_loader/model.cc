@@ -62,6 +62,46 @@ onnx::ModelProto inference_copy(onnx::ModelProto& proto) {
   return copy;
 }
 
+// libonnx's shape inference divides by strides and uses kernel sizes and dilations as counts
+// without checking them (a Conv or MaxPool with strides [0, 0] dies of SIGFPE inside
+// convPoolShapeInference). Returns what is wrong with the first such node, in the words of
+// Node::describe(), or "" when libonnx may look at the graph; subgraphs are searched too.
+std::string libonnx_unsafe(const onnx::GraphProto& g, int64_t opset) {
+  static const std::set<std::string> windowed = {
+      "Conv",    "ConvInteger", "QLinearConv", "ConvTranspose", "MaxPool", "AveragePool",
+      "LpPool",  "MaxUnpool",   "Col2Im",      "DeformConv"};
+  for (const auto& n : g.node()) {
+    const bool onnx_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        std::string why = libonnx_unsafe(a.g(), opset);
+        if (!why.empty()) return why;
+      }
+      for (const auto& sub : a.graphs()) {
+        std::string why = libonnx_unsafe(sub, opset);
+        if (!why.empty()) return why;
+      }
+      if (!onnx_domain || !windowed.count(n.op_type())) continue;
+      if (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape")
+        continue;
+      for (int64_t v : a.ints())
+        if (v < 1) {
+          std::string vals;
+          for (int k = 0; k < a.ints_size(); ++k) vals += (k ? ", " : "") + std::to_string(a.ints(k));
+          return cat("node '", n.name(), "' (", n.op_type(), ", opset ", opset, "): ", a.name(),
+                     " [", vals, "] must all be >= 1");
+        }
+    }
+  }
+  return "";
+}
+
+int64_t default_opset(const onnx::ModelProto& proto) {
+  for (const auto& op : proto.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
+  return 0;
+}
+
 // Adds what ONNX shape inference (libonnx) derives to graph.value_info. Skipped, with a warning,
 // when the model imports an opset newer than libonnx knows: its schemas would describe the
 // older operator (e.g. ReduceMean with axes as an attribute) and give wrong shapes. Shapes are
@@ -75,6 +115,8 @@ void infer_shapes(onnx::ModelProto& proto, Model& model) {
                                  "tensors at run time"));
     return;
   }
+  if (std::string why = libonnx_unsafe(proto.graph(), opset); !why.empty())
+    throw Error(cat(model.path, ": ", why));
   onnx::ModelProto copy = inference_copy(proto);
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
@@ -148,6 +190,11 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
   } catch (const std::bad_alloc&) {
     throw Error(cat(name, ": out of memory while loading the initializers"));
   }
+  // ONNX IR: a graph declares at least one output. Without one there is nothing to infer, train
+  // or evaluate (train, eval and check would have no loss to attach).
+  if (m.graph.outputs.empty())
+    throw Error(cat(name, ": graph '", m.graph.name,
+                    "' declares no outputs (an ONNX graph needs at least one)"));
   if (options.run_shape_inference) infer_shapes(p, m);
   // Shape folding before composite lowering re-infers shapes with libonnx (runtime/shape_fold.h).
   set_shape_inferer(&refine_shapes);
@@ -195,6 +242,7 @@ void refine_shapes(Graph& g) {
   }
   try {
     graph_to_proto(light, m.mutable_graph());
+    if (!libonnx_unsafe(m.graph(), opset).empty()) return;  // the kernel names the node at run time
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
     onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), opts);
@@ -406,6 +454,8 @@ void check_strictly(onnx::ModelProto& proto, const std::string& out_path) {
   } catch (const std::exception& e) {
     throw Error(cat(out_path, ": not written, the ONNX checker rejects the model: ", e.what()));
   }
+  if (std::string why = libonnx_unsafe(proto.graph(), default_opset(proto)); !why.empty())
+    throw Error(cat(out_path, ": not written, ", why));
   onnx::ModelProto copy = inference_copy(proto);
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1,

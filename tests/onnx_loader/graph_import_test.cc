@@ -134,6 +134,77 @@ TEST_CASE("a repeated attribute is an error naming the node") {
                  "node 'twice' (LeakyRelu, opset 13): attribute 'alpha' appears twice"));
 }
 
+TEST_CASE("zero strides, dilations or kernel sizes are an error naming the node, not a crash") {
+  // libonnx's convPoolShapeInference divides by the strides: before this check a Conv, MaxPool,
+  // AveragePool or LpPool with strides [0, 0] died of SIGFPE while loading (bad-input sweep).
+  for (const char* op : {"Conv", "MaxPool", "AveragePool", "LpPool", "ConvTranspose"}) {
+    for (const char* attr : {"strides", "dilations", "kernel_shape"}) {
+      CAPTURE(op);
+      CAPTURE(attr);
+      const bool conv = std::string(op).rfind("Conv", 0) == 0;
+      ModelBuilder mb(13);
+      mb.input("x", kFloat, {1, 1, 6, 6});
+      if (conv) mb.init_f32("w", {1, 1, 2, 2}, std::vector<float>(4, 1.0f));
+      mb.output("y", kFloat, {1, 1, 3, 3});
+      auto* n = mb.node(op, conv ? std::vector<std::string>{"x", "w"} : std::vector<std::string>{"x"},
+                        {"y"}, "win");
+      const bool pool = !conv;
+      if (pool && std::string(attr) != "kernel_shape") {
+        auto* k = add_attr(n, "kernel_shape", onnx::AttributeProto::INTS);
+        k->add_ints(2);
+        k->add_ints(2);
+      }
+      auto* a = add_attr(n, attr, onnx::AttributeProto::INTS);
+      a->add_ints(0);
+      a->add_ints(std::string(attr) == "kernel_shape" ? -2 : 0);
+      const std::string err = load_error(mb);
+      CHECK(contains(err, cat("test.onnx: node 'win' (", op, ", opset 13): ", attr)));
+      CHECK(contains(err, "must all be >= 1"));
+    }
+  }
+  // Inside a subgraph too.
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {1, 1, 4, 4});
+  mb.input("c", onnx::TensorProto_DataType_BOOL, {});
+  mb.output("y", kFloat, {});
+  auto* iff = mb.node("If", {"c"}, {"y"}, "branch");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = add_attr(iff, branch, onnx::AttributeProto::GRAPH);
+    auto* g = a->mutable_g();
+    g->set_name(branch);
+    auto* n = g->add_node();
+    n->set_op_type("MaxPool");
+    n->set_name(std::string("pool_") + branch);
+    n->add_input("x");
+    n->add_output(std::string("p_") + branch);
+    auto* k = n->add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(onnx::AttributeProto::INTS);
+    k->add_ints(2);
+    k->add_ints(2);
+    auto* s = n->add_attribute();
+    s->set_name("strides");
+    s->set_type(onnx::AttributeProto::INTS);
+    s->add_ints(0);
+    s->add_ints(1);
+    auto* o = g->add_output();
+    o->set_name(std::string("p_") + branch);
+    set_type(o, kFloat, nullptr);
+  }
+  const std::string err = load_error(mb);
+  CHECK(contains(err, "node 'pool_then_branch' (MaxPool, opset 13): strides [0, 1] must all be >= 1"));
+}
+
+TEST_CASE("a graph that declares no outputs is an error naming the file and the graph") {
+  // Before: `eval` crashed (SIGSEGV) and `check` printed a bare vector::_M_range_check.
+  ModelBuilder mb;
+  mb.input("x", kFloat, {2});
+  mb.node("Relu", {"x"}, {"y"}, "relu");
+  mb.g()->set_name("headless");
+  CHECK(contains(load_error(mb),
+                 "test.onnx: graph 'headless' declares no outputs (an ONNX graph needs at least one)"));
+}
+
 TEST_CASE("opset imports: versions per domain, unknown domains rejected by name") {
   ModelBuilder mb(13);
   auto* ml = mb.m.add_opset_import();

@@ -286,8 +286,14 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     KernelContext ctx(node, in, &outs, where, where == Device::CPU ? nullptr : dc);
     try {
       kernel->compute(ctx);
-    } catch (const Error&) {
+    } catch (const Unsupported&) {
       throw;
+    } catch (const Error& e) {
+      // Errors raised below the kernel (an allocation of a huge output: "out of memory
+      // allocating N bytes") do not know the node; name it.
+      const std::string what = e.what();
+      if (what.rfind("node '", 0) == 0) throw;
+      throw Error(cat(node.describe(), ": ", what));
     } catch (const std::exception& e) {
       throw Error(cat(node.describe(), ": ", e.what()));
     }

@@ -1,5 +1,7 @@
 #include "runtime/registry.h"
 
+#include <algorithm>
+
 #include "runtime/cpu/register.h"
 #include "runtime/cuda/device.h"
 
@@ -38,6 +40,13 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const Node& node, Device device
     if (!supports_op(node.op, device))
       throw Error(cat(node.describe(), ": op ", node.op_type, " is not supported on ",
                       device_name(device)));
+    // A node whose inputs were all left out has no dtype to pick a kernel by ("dtype undefined"
+    // would say nothing useful).
+    if (dtype == DType::Undefined &&
+        std::all_of(node.inputs.begin(), node.inputs.end(),
+                    [](const std::string& i) { return i.empty(); }))
+      throw Error(cat(node.describe(), ": has no inputs, but ", node.op_type,
+                      " reads at least one"));
     std::string have;
     for (DType t : dtypes(node.op, device)) have += std::string(have.empty() ? "" : ", ") + dtype_name(t);
     throw Unsupported(cat(node.describe(), ": no ", device_name(device), " kernel for dtype ",

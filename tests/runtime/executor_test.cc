@@ -29,6 +29,10 @@ void add_kernel(KernelContext& ctx) {
     y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
 }
 void throwing_kernel(KernelContext&) { throw std::runtime_error("kernel exploded"); }
+// An output far beyond any memory: the allocation throws Error("out of memory allocating ...").
+void huge_kernel(KernelContext& ctx) {
+  ctx.allocate_output(0, DType::F32, {int64_t{1} << 40, int64_t{1} << 10});
+}
 // y = x, sharing x's storage (as Reshape and Identity do).
 void alias_kernel(KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }
 
@@ -38,6 +42,7 @@ const KernelRegistry& test_registry() {
     reg.add(OpId::Neg, Device::CPU, DType::F32, function_kernel(neg_kernel));
     reg.add(OpId::Add, Device::CPU, DType::F32, function_kernel(add_kernel));
     reg.add(OpId::Abs, Device::CPU, DType::F32, function_kernel(throwing_kernel));
+    reg.add(OpId::Relu, Device::CPU, DType::F32, function_kernel(huge_kernel));
     reg.add(OpId::Identity, Device::CPU, DType::F32, function_kernel(alias_kernel));
     return reg;
   }();
@@ -240,6 +245,24 @@ TEST_CASE("executor errors name the node") {
   g4.outputs.push_back({"never", DType::F32, std::nullopt});
   CHECK_THROWS_WITH_AS(Executor(g4, test_options()),
                        doctest::Contains("graph output 'never' is not produced"), Error);
+
+  // An Error raised below the kernel (the allocation of a huge output, as a Pad with pads of
+  // 2^40 asks for) gets the node's name in front (found by the bad-input sweep).
+  Graph g6 = chain_graph();
+  g6.nodes[1] = make_node("huge", OpId::Relu, {"a"}, {"b"});
+  Executor e6(g6, test_options());
+  CHECK_THROWS_WITH_AS(e6.run({{"x", iota({2, 3})}}),
+                       doctest::Contains("node 'huge' (Relu, opset 13): out of memory allocating"),
+                       Error);
+
+  // A node with no inputs says so, not "no cpu kernel for dtype undefined" (bad-input sweep).
+  Graph g7 = chain_graph();
+  g7.nodes[2].inputs.clear();
+  Executor e7(g7, test_options());
+  CHECK_THROWS_WITH_AS(e7.run({{"x", iota({2, 3})}}),
+                       doctest::Contains("node 'neg3' (Neg, opset 13): has no inputs, but Neg "
+                                         "reads at least one"),
+                       Error);
 
   // A kernel failure reports shapes through ctx.fail.
   Graph g5 = chain_graph();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "onnx_loader/proto_convert.h"
 #include "onnx_loader/tensor_io.h"
@@ -96,6 +97,66 @@ std::string libonnx_unsafe(const onnx::GraphProto& g, int64_t opset) {
   return "";
 }
 
+// libonnx's inference functions read a required input's type without checking that the input
+// is there: a Shape node whose input is "" dies of SIGSEGV. Names the first node of `g` (not its
+// subgraphs, which the loader checks as it imports them) with a required input left out.
+std::string missing_required_input(const onnx::GraphProto& g, int64_t opset) {
+  for (const auto& n : g.node()) {
+    if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+    if (!schema) continue;
+    const auto& formals = schema->inputs();
+    for (size_t i = 0; i < formals.size(); ++i) {
+      if (formals[i].GetOption() != onnx::OpSchema::Single) {
+        if (formals[i].GetOption() == onnx::OpSchema::Variadic) break;
+        continue;
+      }
+      if (static_cast<int>(i) >= n.input_size() || n.input(static_cast<int>(i)).empty())
+        return cat("node '", n.name(), "' (", n.op_type(), ", opset ", opset,
+                   "): required input ", i, " ('", formals[i].GetName(), "') is missing");
+    }
+  }
+  return "";
+}
+
+// The nodes of `g` in an order where each value is produced before it is read (stable Kahn on
+// the top level; the loader has already rejected cycles and undefined inputs). libonnx infers
+// nodes in file order and dereferences the type of a value not seen yet (SIGSEGV on a Slice that
+// reads a later node's output).
+void sort_nodes(onnx::GraphProto* g) {
+  std::set<std::string> known;
+  for (const auto& i : g->input()) known.insert(i.name());
+  for (const auto& i : g->initializer()) known.insert(i.name());
+  known.insert("");
+  const int n = g->node_size();
+  std::vector<bool> done(static_cast<size_t>(n), false);
+  std::vector<int> order;
+  bool progress = true;
+  while (progress && static_cast<int>(order.size()) < n) {
+    progress = false;
+    for (int k = 0; k < n; ++k) {
+      if (done[static_cast<size_t>(k)]) continue;
+      const auto& node = g->node(k);
+      bool ready = true;
+      for (const auto& in : node.input()) ready = ready && known.count(in);
+      if (!ready) continue;
+      done[static_cast<size_t>(k)] = true;
+      order.push_back(k);
+      for (const auto& o : node.output()) known.insert(o);
+      progress = true;
+    }
+  }
+  for (int k = 0; k < n; ++k)
+    if (!done[static_cast<size_t>(k)]) order.push_back(k);  // outer-scope reads: keep as they were
+  bool sorted = true;
+  for (int k = 0; k < n; ++k) sorted = sorted && order[static_cast<size_t>(k)] == k;
+  if (sorted) return;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int k : order) *nodes.Add() = g->node(k);
+  g->mutable_node()->Swap(&nodes);
+}
+
 int64_t default_opset(const onnx::ModelProto& proto) {
   for (const auto& op : proto.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
@@ -117,7 +178,10 @@ void infer_shapes(onnx::ModelProto& proto, Model& model) {
   }
   if (std::string why = libonnx_unsafe(proto.graph(), opset); !why.empty())
     throw Error(cat(model.path, ": ", why));
+  if (std::string why = missing_required_input(proto.graph(), opset); !why.empty())
+    throw Error(cat(model.path, ": ", why));
   onnx::ModelProto copy = inference_copy(proto);
+  sort_nodes(copy.mutable_graph());
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
@@ -242,7 +306,9 @@ void refine_shapes(Graph& g) {
   }
   try {
     graph_to_proto(light, m.mutable_graph());
-    if (!libonnx_unsafe(m.graph(), opset).empty()) return;  // the kernel names the node at run time
+    if (!libonnx_unsafe(m.graph(), opset).empty() ||
+        !missing_required_input(m.graph(), opset).empty())
+      return;  // the kernel names the node at run time
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
     onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), opts);

@@ -195,6 +195,42 @@ TEST_CASE("zero strides, dilations or kernel sizes are an error naming the node,
   CHECK(contains(err, "node 'pool_then_branch' (MaxPool, opset 13): strides [0, 1] must all be >= 1"));
 }
 
+TEST_CASE("a required input left empty is an error naming the node, not a crash in libonnx") {
+  // A Shape whose input is "": libonnx's inference read its type through a null pointer (SIGSEGV).
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2, 3});
+  mb.output("y", kInt64, {2});
+  mb.node("Shape", {""}, {"y"}, "shape_of_nothing");
+  CHECK(contains(load_error(mb),
+                 "test.onnx: node 'shape_of_nothing' (Shape, opset 13): required input 0 "
+                 "('data') is missing"));
+  // Optional inputs may be left out: Clip without min.
+  ModelBuilder clip(13);
+  clip.input("x", kFloat, {2, 3});
+  clip.init_f32("hi", {}, {1.0f});
+  clip.output("y", kFloat, {2, 3});
+  clip.node("Clip", {"x", "", "hi"}, {"y"}, "clip");
+  CHECK(load_error(clip).empty());
+}
+
+TEST_CASE("nodes out of file order reach libonnx sorted") {
+  // s = Slice(x, starts, ends) is listed before the Mul that makes `ends`. (The sweep's crash was
+  // a GPT export with a Slice rewired to read a later Mul: SIGSEGV in libonnx before sorting.)
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {4, 6});
+  mb.init_i64("starts", {1}, {0});
+  mb.init_i64("two", {1}, {2});
+  mb.init_i64("one", {1}, {1});
+  mb.output_unshaped("y", kFloat);
+  mb.node("Relu", {"s"}, {"y"}, "relu");
+  mb.node("Slice", {"x", "starts", "ends"}, {"s"}, "slice");
+  mb.node("Mul", {"two", "one"}, {"ends"}, "mul");
+  onnx_loader::Model m = load(mb);
+  CHECK(m.graph.nodes.back().name == "relu");
+  for (const auto& w : m.warnings) CHECK_FALSE(contains(w, "shape inference failed"));
+  CHECK(m.graph.find_value_info("ends") != nullptr);  // inference reached the late Mul
+}
+
 TEST_CASE("a graph that declares no outputs is an error naming the file and the graph") {
   // Before: `eval` crashed (SIGSEGV) and `check` printed a bare vector::_M_range_check.
   ModelBuilder mb;

@@ -228,3 +228,122 @@ TEST_CASE("--help works on every subcommand; a bad command line is one error lin
   REQUIRE(r.err_lines().size() == 1);
   CHECK(r.err_lines()[0].find("frobnicate") != std::string::npos);
 }
+
+// Cases found by the bad-input sweep (mutated zoo models and torch exports through inspect, infer,
+// convert, check, train and eval): each crashed or printed a message that named nothing.
+namespace {
+
+// x: float32 [N, 1, 6, 6] -> MaxPool 2x2 with `strides` -> Flatten -> y [N, 9].
+ModelBuilder pool_model(std::vector<int64_t> strides) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {"N", 1, 6, 6});
+  mb.output("y", kFloat, {"N", 9});
+  auto* n = mb.node("MaxPool", {"x"}, {"p"}, "pool");
+  auto* k = add_attr(n, "kernel_shape", onnx::AttributeProto::INTS);
+  k->add_ints(2);
+  k->add_ints(2);
+  auto* s = add_attr(n, "strides", onnx::AttributeProto::INTS);
+  for (int64_t v : strides) s->add_ints(v);
+  mb.node("Flatten", {"p"}, {"y"}, "flat");
+  return mb;
+}
+
+// Exit 1 and one `error:` line with every part.
+void expect_one_error(const CliResult& r, const std::vector<std::string>& parts) {
+  CAPTURE(r.err);
+  CHECK(r.status == 1);
+  auto lines = r.err_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("error: ", 0) == 0);
+  for (const auto& p : parts) {
+    CAPTURE(p);
+    CHECK(lines[0].find(p) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("strides [0, 0] are an error naming the node in every command, not SIGFPE") {
+  TempDir dir;
+  const std::string model = pool_model({0, 0}).save(dir.path / "zero_stride.onnx");
+  const std::string x = dir / "x.npy", y = dir / "y.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 1, 6, 6}), x);
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({2}, {1, 3}), y);
+  const std::vector<std::string> parts = {"zero_stride.onnx", "node 'pool' (MaxPool, opset 13)",
+                                          "strides [0, 0] must all be >= 1"};
+  expect_one_error(run_cli({"inspect", model}, dir), parts);
+  expect_one_error(run_cli({"infer", model, "-i", x, "-o", dir / "out"}, dir), parts);
+  expect_one_error(run_cli({"convert", model, "-o", dir / "out.onnx"}, dir), parts);
+  expect_one_error(run_cli({"check", model, "--batch", "2"}, dir), parts);
+  expect_one_error(run_cli({"train", model, "--train-x", x, "--train-y", y, "--steps", "1",
+                            "--batch", "2", "-o", dir / "trained.onnx"},
+                           dir),
+                   parts);
+  expect_one_error(run_cli({"eval", model, "--val-x", x, "--val-y", y}, dir), parts);
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+  CHECK_FALSE(fs::exists(dir.path / "out.onnx"));
+  CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
+  // The same model with strides [2, 2] runs (the baseline).
+  pool_model({2, 2}).save(dir.path / "ok.onnx");
+  CliResult r = run_cli({"infer", dir / "ok.onnx", "-i", x, "-o", dir / "out"}, dir);
+  CAPTURE(r.err);
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("a model without outputs: eval, check and train say so instead of crashing") {
+  TempDir dir;
+  ModelBuilder mb = pool_model({2, 2});
+  mb.g()->clear_output();
+  const std::string model = mb.save(dir.path / "no_outputs.onnx");
+  const std::string x = dir / "x.npy", y = dir / "y.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 1, 6, 6}), x);
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({2}, {1, 3}), y);
+  const std::vector<std::string> parts = {"no_outputs.onnx", "declares no outputs"};
+  expect_one_error(run_cli({"eval", model, "--val-x", x, "--val-y", y}, dir), parts);
+  expect_one_error(run_cli({"check", model, "--batch", "2"}, dir), parts);
+  expect_one_error(run_cli({"train", model, "--train-x", x, "--train-y", y, "--steps", "1",
+                            "-o", dir / "trained.onnx"},
+                           dir),
+                   parts);
+  expect_one_error(run_cli({"convert", model, "-o", dir / "out.onnx"}, dir), parts);
+  CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
+  CHECK_FALSE(fs::exists(dir.path / "out.onnx"));
+}
+
+TEST_CASE("a huge Pad names the node when its output cannot be allocated") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2, 3});
+  mb.init_i64("pads", {4}, {int64_t{1} << 40, 0, 0, 0});
+  mb.output("y", kFloat, {});
+  mb.node("Pad", {"x", "pads"}, {"y"}, "big_pad");
+  const std::string model = mb.save(dir.path / "pad.onnx");
+  const std::string x = dir / "x.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 3}), x);
+  expect_one_error(run_cli({"infer", model, "-i", x, "-o", dir / "out"}, dir),
+                   {"node 'big_pad' (Pad, opset 13)", "out of memory allocating"});
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+}
+
+TEST_CASE("training inputs or targets of rank 0 are named as such") {
+  TempDir dir;
+  const std::string model = dir / "mlp.onnx";
+  REQUIRE(run_cli({"zoo", "mlp", "-o", model}, dir).status == 0);
+  const std::string x = dir / "x.npy", y = dir / "y.npy", scalar = dir / "scalar.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 1, 28, 28}), x);
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({2}, {1, 3}), y);
+  onnx_loader::write_npy(Tensor::from_vector<float>({}, {1.0f}), scalar);
+  // Before: `error: vector::_M_range_check: __n (which is 0) >= this->size() (which is 0)`.
+  expect_one_error(run_cli({"train", model, "--train-x", scalar, "--train-y", y, "--steps", "1",
+                            "-o", dir / "trained.onnx"},
+                           dir),
+                   {"training data", "inputs are a single value (shape [])"});
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({}, {1}), scalar);
+  expect_one_error(run_cli({"train", model, "--train-x", x, "--train-y", scalar, "--steps", "1",
+                            "-o", dir / "trained.onnx"},
+                           dir),
+                   {"training data", "targets are a single value (shape [])"});
+  expect_one_error(run_cli({"eval", model, "--val-x", x, "--val-y", scalar}, dir),
+                   {"evaluation data", "targets are a single value (shape [])"});
+  CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
+}

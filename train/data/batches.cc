@@ -96,10 +96,12 @@ void fit_sample_shape(BatchLayout& layout, const Tensor& inputs, const std::stri
 
 void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
                    const std::string& input_flag) {
-  if (!data.inputs.defined() || data.inputs.rank() < 1)
-    throw Error(cat(what, ": no inputs"));
-  if (!data.targets.defined() || data.targets.rank() < 1)
-    throw Error(cat(what, ": no targets"));
+  if (!data.inputs.defined()) throw Error(cat(what, ": no inputs"));
+  if (data.inputs.rank() < 1)
+    throw Error(cat(what, ": the inputs are a single value (shape []); expected samples [N, ...]"));
+  if (!data.targets.defined()) throw Error(cat(what, ": no targets"));
+  if (data.targets.rank() < 1)
+    throw Error(cat(what, ": the targets are a single value (shape []); expected [N, ...]"));
   const int64_t n = data.inputs.dim(0);
   if (data.targets.dim(0) != n)
     throw Error(cat(what, ": ", n, " inputs but ", data.targets.dim(0), " targets"));

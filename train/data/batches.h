@@ -24,7 +24,7 @@ struct Dataset {
   // The model's other inputs (attention_mask, token_type_ids, ...) by input name, [N, ...] each:
   // cut with the same indices as `inputs` and fed as they are (cast to the input's type).
   std::map<std::string, Tensor> extra = {};
-  int64_t size() const { return inputs.defined() ? inputs.dim(0) : 0; }
+  int64_t size() const { return inputs.defined() && inputs.rank() > 0 ? inputs.dim(0) : 0; }
 };
 
 // A model input other than the data input, fed from Dataset::extra.

@@ -180,8 +180,20 @@ void infer_shapes(onnx::ModelProto& proto, Model& model) {
     throw Error(cat(model.path, ": ", why));
   if (std::string why = missing_required_input(proto.graph(), opset); !why.empty())
     throw Error(cat(model.path, ": ", why));
+  // libonnx reads the type of every graph input it meets without checking it is set (a Shape of
+  // a typeless input is SIGSEGV): without one, shapes come from the tensors at run time.
+  for (const auto& in : proto.graph().input())
+    if (in.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      model.warnings.push_back(cat("graph input '", in.name(),
+                                   "' has no type; shape inference skipped, shapes come from the "
+                                   "input tensors at run time"));
+      return;
+    }
   onnx::ModelProto copy = inference_copy(proto);
   sort_nodes(copy.mutable_graph());
+  // Before IR 4 libonnx types initializers only through graph inputs; a model that declares an
+  // older IR but leaves them out (as we accept) would reach it with untyped values (SIGSEGV).
+  if (copy.ir_version() < 4) copy.set_ir_version(4);
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};

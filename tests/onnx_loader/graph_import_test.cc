@@ -231,6 +231,29 @@ TEST_CASE("nodes out of file order reach libonnx sorted") {
   CHECK(m.graph.find_value_info("ends") != nullptr);  // inference reached the late Mul
 }
 
+TEST_CASE("a typeless graph input or an old IR version skip what would crash libonnx") {
+  // Shape of a graph input that has no type: SIGSEGV in libonnx before (GPT probe mutant).
+  ModelBuilder mb(13);
+  mb.g()->add_input()->set_name("x");
+  mb.output_unshaped("y", kInt64);
+  mb.node("Shape", {"x"}, {"y"}, "shape");
+  onnx_loader::Model m = load(mb);
+  bool warned = false;
+  for (const auto& w : m.warnings) warned = warned || contains(w, "graph input 'x' has no type");
+  CHECK(warned);
+  // IR version 0 with an initializer that is not a graph input: loads, shapes inferred.
+  ModelBuilder old(13);
+  old.m.set_ir_version(0);
+  old.input("x", kFloat, {2, 3});
+  old.init_i64("shape", {2}, {3, 2});
+  old.output_unshaped("y", kFloat);
+  old.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  old.node("Shape", {"r"}, {"s"}, "shape");
+  old.node("Reshape", {"r", "s"}, {"y"}, "again");
+  onnx_loader::Model o = load(old);
+  CHECK(o.graph.nodes.size() == 3);
+}
+
 TEST_CASE("a graph that declares no outputs is an error naming the file and the graph") {
   // Before: `eval` crashed (SIGSEGV) and `check` printed a bare vector::_M_range_check.
   ModelBuilder mb;

@@ -194,8 +194,14 @@ Tensor read_npy(const std::string& path) {
   if (!std::regex_search(header, m, std::regex("['\"]descr['\"]\\s*:\\s*['\"]([^'\"]*)['\"]")))
     throw Error(cat(path, ": .npy header has no descr"));
   const DType dt = npy_dtype(m[1], path);
-  if (std::regex_search(header, m, std::regex("['\"]fortran_order['\"]\\s*:\\s*True")))
+  if (!std::regex_search(header, m,
+                         std::regex("['\"]fortran_order['\"]\\s*:\\s*([A-Za-z0-9_]*)")))
+    throw Error(cat(path, ": .npy header has no fortran_order"));
+  if (m[1] == "True")
     throw Error(cat(path, ": Fortran-ordered .npy arrays are not supported"));
+  if (m[1] != "False")
+    throw Error(cat(path, ": .npy header's fortran_order is '", m[1].str(),
+                    "', not True or False"));
   if (!std::regex_search(header, m, std::regex("['\"]shape['\"]\\s*:\\s*\\(([^)]*)\\)")))
     throw Error(cat(path, ": .npy header has no shape"));
   const Shape shape = npy_shape(m[1].str(), path);

@@ -121,6 +121,10 @@ TEST_CASE("malformed .npy files are errors naming the file") {
             .find("'<u2' is not supported") != std::string::npos);
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", data))
             .find("Fortran") != std::string::npos);
+  CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': 12345, 'shape': (2,), }", data))
+            .find("fortran_order is '12345', not True or False") != std::string::npos);
+  CHECK(err(npy_bytes("{'descr': '<f4', 'shape': (2,), }", data)).find("no fortran_order") !=
+        std::string::npos);
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (two,), }", data))
             .find("bad .npy shape") != std::string::npos);
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': False, }", data)).find("no shape") !=

@@ -53,11 +53,7 @@ CheckCommand::CheckCommand(CLI::App& app) {
   cmd_->add_option("--seed", o_.seed, "Seed of the random batch");
   cmd_->add_option("--loss", o_.loss, "cross-entropy | mse | l1 | bce-with-logits | model")
       ->check(CLI::IsMember({"cross-entropy", "mse", "l1", "bce-with-logits", "model"}));
-  cmd_->add_option("--class-axis", o_.class_axis,
-                   "cross-entropy: the output's class axis (default: rank 3 -> last, rank >= 4 "
-                   "-> 1; negative counts from the end)");
-  cmd_->add_option("--ignore-index", o_.ignore_index,
-                   "cross-entropy: label value that does not count (default -100)");
+  add_label_options(cmd_, o_.labels);
   cmd_->add_option("--loss-scale", o_.loss_scale,
                    "Backward seed of both paths (default: 65536 for fp16, halved while the "
                    "gradients overflow; 1 otherwise)")
@@ -189,15 +185,7 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
                       Tensor& target, std::map<std::string, Tensor>& extra,
                       std::map<std::string, std::string>& how, std::string& source) {
   train::BatchLayout layout = train::layout_for(g, loss, "", labels);
-  if (!o.normalize.empty()) {
-    if (!(o.normalize[1] > 0.0f))
-      throw Error(cat("--normalize ", o.normalize[0], ",", o.normalize[1], ": STD must be positive"));
-    if (is_integer(layout.input_dtype))
-      throw Error(cat("--normalize does not apply to the model's ", dtype_name(layout.input_dtype),
-                      " (token id) input"));
-    layout.input_mean = o.normalize[0];
-    layout.input_std = o.normalize[1];
-  }
+  apply_normalize(o.normalize, layout);
   const ValueInfo& in = train::data_input_of(g);
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -337,11 +325,7 @@ int run_check(const CheckCommandOptions& o) {
     why_cpu = cat("no CUDA device: ", cuda::describe_device(0));
   }
   c.loss = train::parse_loss(o.loss);
-  if (c.loss != train::LossKind::CrossEntropy &&
-      (o.class_axis != INT64_MIN || o.ignore_index != -100))
-    throw Error(cat("--class-axis and --ignore-index apply to --loss cross-entropy, not ", o.loss));
-  if (o.class_axis != INT64_MIN) c.labels.class_axis = o.class_axis;
-  c.labels.ignore_index = o.ignore_index;
+  c.labels = label_options(o.labels, o.loss, nullptr);  // the labels' shape: the batch's
   c.loss_scale = o.loss_scale;
   if (o.rtol_fp32 >= 0) c.tol.fp32 = c.tol.fp32_cuda = o.rtol_fp32;
   if (o.rtol_fp16 >= 0) c.tol.fp16 = o.rtol_fp16;

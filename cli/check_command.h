@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/train_commands.h"
+
 namespace oat::cli {
 
 struct CheckCommandOptions {
@@ -25,8 +27,7 @@ struct CheckCommandOptions {
   std::vector<float> normalize;    // MEAN,STD as train's --normalize
   uint64_t seed = 0;
   std::string loss = "cross-entropy";
-  int64_t class_axis = INT64_MIN;  // INT64_MIN: by the rule (train/training_graph.h)
-  int64_t ignore_index = -100;
+  LabelFlags labels;               // --class-axis, --ignore-index (as train's)
   double loss_scale = 0.0;  // 0: dynamic start (65536 for fp16, halved on overflow), 1 otherwise
   double rtol_fp32 = -1, rtol_fp16 = -1, rtol_bf16 = -1;  // < 0: the defaults of train/check.h
   std::string op_lists;

@@ -42,18 +42,6 @@ void add_data_options(CLI::App* c, DataOptions& d) {
       ->expected(2);
 }
 
-// --normalize MEAN,STD into the layout (STD must be positive and finite).
-void apply_normalize(const DataOptions& d, train::BatchLayout& layout) {
-  if (d.normalize.empty()) return;
-  if (is_integer(layout.input_dtype))
-    throw Error(cat("--normalize does not apply to the model's ", dtype_name(layout.input_dtype),
-                    " (token id) input"));
-  const float mean = d.normalize[0], std = d.normalize[1];
-  if (!(std > 0.0f) || !std::isfinite(std) || !std::isfinite(mean))
-    throw Error(cat("--normalize ", mean, ",", std, ": STD must be positive and MEAN finite"));
-  layout.input_mean = mean;
-  layout.input_std = std;
-}
 
 struct LoadedData {
   train::Dataset train, val;
@@ -165,6 +153,18 @@ train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
   if (ce && labels && labels->defined() && labels->rank() >= 1)
     o.label_shape = Shape(labels->shape().begin() + 1, labels->shape().end());
   return o;
+}
+
+void apply_normalize(const std::vector<float>& normalize, train::BatchLayout& layout) {
+  if (normalize.empty()) return;
+  if (is_integer(layout.input_dtype))
+    throw Error(cat("--normalize does not apply to the model's ", dtype_name(layout.input_dtype),
+                    " (token id) input"));
+  const float mean = normalize[0], std = normalize[1];
+  if (!(std > 0.0f) || !std::isfinite(std) || !std::isfinite(mean))
+    throw Error(cat("--normalize ", mean, ",", std, ": STD must be positive and MEAN finite"));
+  layout.input_mean = mean;
+  layout.input_std = std;
 }
 
 std::map<std::string, Tensor> read_named_inputs(const std::vector<std::string>& args,
@@ -321,7 +321,7 @@ int run_train(const TrainOptions& o) {
   cfg.graph.freeze = o.freeze;
   cfg.graph.labels = label_options(o.labels, o.loss, &data.train.targets);
   apply_precision(o, cfg);
-  apply_normalize(o.data, cfg.input);
+  apply_normalize(o.data.normalize, cfg.input);
 
   train::Trainer trainer(model.graph, cfg);
   std::cout << "training " << o.model << ": " << trainer.training_graph().params.size()
@@ -354,7 +354,7 @@ int run_eval(const EvalOptions& o) {
   const train::LossKind loss = train::parse_loss(o.loss);
   const train::LabelOptions labels = label_options(o.labels, o.loss, &d.targets);
   train::BatchLayout layout = train::layout_for(model.graph, loss, "", labels);
-  apply_normalize(o.data, layout);
+  apply_normalize(o.data.normalize, layout);
   train::fit_sample_shape(layout, d.inputs, "evaluation data");
   if (loss == train::LossKind::CrossEntropy && !model.graph.outputs.empty())
     std::cout << "cross-entropy over "

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "train/data/batches.h"
 #include "train/training_graph.h"
 
 namespace oat::cli {
@@ -107,6 +108,10 @@ std::string default_output_path(const std::string& model);
 
 // NAME=FILE.npy arguments of `flag` (--train-input, --input, ...) read into tensors by name;
 // a malformed or repeated NAME is an error naming the flag.
+// --normalize MEAN,STD into the layout: STD positive and finite, MEAN finite, and a float data
+// input (token ids are not normalised). Empty: nothing. Shared by train, eval and check.
+void apply_normalize(const std::vector<float>& normalize, train::BatchLayout& layout);
+
 std::map<std::string, Tensor> read_named_inputs(const std::vector<std::string>& args,
                                                 const std::string& flag);
 

@@ -233,8 +233,8 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
   if (cfg_.lr <= 0) throw Error(cat("--lr must be positive, got ", cfg_.lr));
   scaler_ = LossScaler(cfg_.loss_scale);
   cfg_.graph.loss_scaling = scaler_.checks_overflow();
-  tg_ = build_training_graph(model, cfg_.graph);
-  layout_ = layout_for(model, cfg_.graph.loss, tg_.output, cfg_.graph.labels);
+  tg_ = build_training_graph(model_, cfg_.graph);  // already untied: nothing to untie again
+  layout_ = layout_for(model_, cfg_.graph.loss, tg_.output, cfg_.graph.labels);
   layout_.input_mean = cfg_.input.input_mean;
   layout_.input_std = cfg_.input.input_std;
   if (is_integer(layout_.input_dtype) && (layout_.input_mean != 0.0f || layout_.input_std != 1.0f))

@@ -121,6 +121,22 @@ double state_error(const RunResult& a, const RunResult& b) {
   return worst;
 }
 
+// Eight steps each: CUDA eager follows the CPU within 1e-4 (losses and final state); the CUDA
+// graph replays the same kernels, so it equals eager exactly.
+void expect_eager_and_graph_follow(const RunResult& cpu, const RunResult& eager,
+                                   const RunResult& graph) {
+  REQUIRE(eager.losses.size() == 8);
+  REQUIRE(graph.losses.size() == 8);
+  for (size_t i = 0; i < cpu.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
+    CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
+  }
+  CHECK(state_error(eager, cpu) < 1e-4);
+  CHECK(state_error(graph, eager) == 0.0);
+}
+
+
 // A model with three inputs (as a BERT-like export has):
 //   x float [N, 8], mask int64 [N, 8], types int64 [N] (ids into T [2, 8])
 //   h = x * Cast<float>(mask) + Gather(T, types);  logits = h W + b  ([N, 3])
@@ -234,15 +250,7 @@ TEST_CASE("Trainer with extra inputs (mask, token types): CPU runs; CUDA eager a
   const RunResult eager = train_three_inputs(Device::CUDA, false, &eager_val);
   const RunResult graph = train_three_inputs(Device::CUDA, true);
   CHECK(graph.graph == "on");
-  REQUIRE(eager.losses.size() == 8);
-  REQUIRE(graph.losses.size() == 8);
-  for (size_t i = 0; i < cpu.losses.size(); ++i) {
-    CAPTURE(i);
-    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
-    CHECK(graph.losses[i] == eager.losses[i]);
-  }
-  CHECK(state_error(eager, cpu) < 1e-4);
-  CHECK(state_error(graph, eager) == 0.0);
+  expect_eager_and_graph_follow(cpu, eager, graph);
   CHECK(eager_val == doctest::Approx(cpu_val).epsilon(1e-4));
 }
 
@@ -264,15 +272,7 @@ TEST_CASE("Trainer on CUDA: FP32 steps follow the CPU reference; the CUDA graph 
   CHECK(eager.graph == "off (--no-cuda-graph)");
   CHECK(graph.graph == "on");
   REQUIRE(cpu.losses.size() == 8);
-  REQUIRE(eager.losses.size() == 8);
-  REQUIRE(graph.losses.size() == 8);
-  for (size_t i = 0; i < cpu.losses.size(); ++i) {
-    CAPTURE(i);
-    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
-    CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
-  }
-  CHECK(state_error(eager, cpu) < 1e-4);
-  CHECK(state_error(graph, eager) == 0.0);
+  expect_eager_and_graph_follow(cpu, eager, graph);
   CHECK(graph.optimizer_step == 8);
 }
 
@@ -287,15 +287,7 @@ TEST_CASE("Trainer on CUDA: training-mode Dropout draws the CPU's masks, also in
   const RunResult eager = train_mlp(Device::CUDA, false, "fp32", 100, 65536.0, true);
   const RunResult graph = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, true);
   CHECK(graph.graph == "on");
-  REQUIRE(eager.losses.size() == 8);
-  REQUIRE(graph.losses.size() == 8);
-  for (size_t i = 0; i < cpu.losses.size(); ++i) {
-    CAPTURE(i);
-    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
-    CHECK(graph.losses[i] == eager.losses[i]);
-  }
-  CHECK(state_error(eager, cpu) < 1e-4);
-  CHECK(state_error(graph, eager) == 0.0);
+  expect_eager_and_graph_follow(cpu, eager, graph);
 }
 
 TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the CPU emulation") {

@@ -20,8 +20,27 @@ struct Diff {
   double abs = 0.0, max_ref = 0.0;
   int64_t overflow = 0;      // elements a rounded to ±inf because r is beyond a's range
   double overflow_max = 0.0;  // the largest such |r|
+  // Elements below the format's smallest normal whose error is at most one subnormal step: left
+  // out of `abs` (counted in abs_all).
+  int64_t underflow = 0;
+  double underflow_max = 0.0;  // the largest such |r|
+  double abs_all = 0.0;        // abs with the underflow elements
   double rel() const { return max_ref > 0.0 ? abs / max_ref : abs; }
+  double rel_all() const { return max_ref > 0.0 ? abs_all / max_ref : abs_all; }
 };
+
+// Underflow: a low-precision value below the smallest normal (FP16 2^-14, BF16 2^-126) is a
+// subnormal with fixed spacing 2^-24 (resp. 2^-133), so rounding it loses relative precision
+// however right the kernel is. A kernel that computes in FP32 and rounds once stays within half
+// that spacing; `subnormal_step` returns the whole spacing (the tolerance for such elements).
+struct LowRange {
+  double min_normal = 0.0, subnormal_step = 0.0;  // 0: no exemption
+};
+LowRange low_range(DType t) {
+  if (t == DType::F16) return {std::ldexp(1.0, -14), std::ldexp(1.0, -24)};
+  if (t == DType::BF16) return {std::ldexp(1.0, -126), std::ldexp(1.0, -133)};
+  return {};
+}
 
 // The largest finite value of a low-precision float type; infinity for the others.
 double max_finite(DType t) {
@@ -33,7 +52,9 @@ double max_finite(DType t) {
 // `range` (a's max_finite): an element where a is ±inf and r is finite, of the same sign and at
 // least `range` in magnitude, is an overflow (counted, not an error of the rounding); every
 // other difference counts in abs.
-Diff diff(const Tensor& a, const Tensor& r, double range = INFINITY) {
+// `low`: elements where |r| is below low.min_normal and |a − r| <= low.subnormal_step are an
+// underflow (counted, left out of abs).
+Diff diff(const Tensor& a, const Tensor& r, double range = INFINITY, LowRange low = {}) {
   Diff d;
   if (a.shape() != r.shape()) {
     d.abs = INFINITY;
@@ -52,6 +73,12 @@ Diff diff(const Tensor& a, const Tensor& r, double range = INFINITY) {
       continue;
     }
     const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
+    d.abs_all = std::max(d.abs_all, std::isfinite(e) ? e : INFINITY);
+    if (std::fabs(static_cast<double>(y[i])) < low.min_normal && e <= low.subnormal_step) {
+      ++d.underflow;
+      d.underflow_max = std::max(d.underflow_max, std::fabs(static_cast<double>(y[i])));
+      continue;
+    }
     d.abs = std::max(d.abs, std::isfinite(e) ? e : INFINITY);
   }
   return d;
@@ -279,8 +306,18 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
       if (!loc[i].defined() || !m.values.count(n.outputs[i])) continue;
       const Tensor& a = m.values.at(n.outputs[i]);
       if (!is_floating(a.dtype()) || !is_floating(loc[i].dtype())) continue;
-      Diff d = diff(a, loc[i], max_finite(a.dtype()));
+      // Gradients below the format's normal range (exempt: loss scaling is their remedy, and
+      // the dynamic scaler grows S while no overflow occurs); forward values are not.
+      Diff d = diff(a, loc[i], max_finite(a.dtype()), is_grad ? low_range(a.dtype()) : LowRange{});
       c.local.add(n.outputs[i], d.abs, d.rel());
+      c.local_all_rel = std::max(c.local_all_rel, d.rel_all());
+      if (d.underflow) {
+        c.underflow_grad += d.underflow;
+        if (d.underflow_max > c.underflow_max) {
+          c.underflow_max = d.underflow_max;
+          c.underflow_value = n.outputs[i];
+        }
+      }
       if (d.overflow) {
         (is_grad ? c.overflow_grad : c.overflow_out) += d.overflow;
         if (d.overflow_max > c.overflow_max) {
@@ -333,7 +370,10 @@ std::string check_table(const CheckReport& r) {
                   num(c.out.abs, c.out.any).c_str(), num(c.out.rel, c.out.any).c_str(),
                   num(c.grad.abs, c.grad.any).c_str(), num(c.grad.rel, c.grad.any).c_str(),
                   num(c.local.rel, c.local.any).c_str(), num(c.tol).c_str(),
-                  !c.ok ? "FAIL" : c.overflow_grad ? "ok (overflow masked)" : "ok");
+                  !c.ok                 ? "FAIL"
+                  : c.overflow_grad     ? "ok (overflow masked)"
+                  : c.underflow_decides() ? "ok (underflow)"
+                                        : "ok");
     s << line;
   }
   s << "summary: " << r.nodes.size() << " nodes checked, " << r.failing << " failing";
@@ -360,6 +400,13 @@ std::string check_table(const CheckReport& r) {
       s << "overflow masked: node '" << c.node << "' (" << c.op << ", "
         << precision_name(c.precision) << "): " << overflow_text(c)
         << "; every parameter gradient is finite, so the trainer takes this step\n";
+    if (c.ok && c.underflow_decides())
+      s << "underflow: node '" << c.node << "' (" << c.op << ", " << precision_name(c.precision)
+        << "): " << c.underflow_grad << " gradient values below " << precision_name(c.precision)
+        << "'s smallest normal (|v| up to " << num(c.underflow_max) << " in '" << c.underflow_value
+        << "' at loss scale " << r.loss_scale << ") are within one subnormal step of the FP32 "
+        << "kernel but lose relative precision (local rel " << num(c.local_all_rel)
+        << " with them); a larger loss scale lifts them, as the dynamic scaler's growth does\n";
     if (c.ok) continue;
     s << "out of tolerance: node '" << c.node << "' (" << c.op << ", "
       << precision_name(c.precision) << "): ";
@@ -394,6 +441,10 @@ std::string check_json(const CheckReport& r) {
                                         {"gradient", c.overflow_grad},
                                         {"max_abs", c.overflow_max},
                                         {"value", c.overflow_value}}},
+                          {"underflow", {{"gradient", c.underflow_grad},
+                                         {"max_abs", c.underflow_max},
+                                         {"value", c.underflow_value},
+                                         {"local_rel_with_it", c.local_all_rel}}},
                           {"tol", c.tol}, {"ok", c.ok}});
   j["summary"] = {{"nodes_checked", r.nodes.size()}, {"failing", r.failing},
                   {"worst_node", r.worst_node}, {"worst_local_rel_over_tol", r.worst_ratio},

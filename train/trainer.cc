@@ -80,6 +80,7 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
     if (out) {
       const ClassAxis ca = resolve_class_axis(*out, labels);
       L.class_axis = ca.axis;
+      L.output_is_probability = !logits_behind(model, out->name, loss, ca).empty();
       if (out->shape) {
         const std::vector<Dim>& dims = *out->shape;
         if (dims[static_cast<size_t>(ca.axis)].fixed())
@@ -92,6 +93,7 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
     }
   } else if (loss != LossKind::Model) {
     L.target_dtype = DType::F32;
+    if (out) L.output_is_probability = !logits_behind(model, out->name, loss, ClassAxis{}).empty();
     if (out && out->shape)
       for (size_t d = 1; d < out->shape->size(); ++d)
         L.target_shape.push_back((*out->shape)[d].fixed() ? (*out->shape)[d].value : 1);
@@ -107,6 +109,11 @@ namespace {
 // labels[o·inner + i]. Each position whose label is not ignore_index adds
 //   logsumexp(scores) − scores[label]   to loss_sum,  [argmax(scores) == label]  to correct,
 // and 1 to `positions`. The other losses add each sample's mean and 1 per sample.
+// Probabilities (layout.output_is_probability: a final Softmax / Sigmoid) add −log p[label],
+// resp. −(t·log p + (1 − t)·log(1 − p)), each log clamped at −100 as PyTorch's BCELoss does.
+// log p, at least −100 (PyTorch's BCELoss clamp), so p = 0 scores 100 instead of Inf.
+double clamped_log(double p) { return p > 0 ? std::max(std::log(p), -100.0) : -100.0; }
+
 void score_batch(const Tensor& out, const Tensor& target, LossKind loss, const BatchLayout& layout,
                  double& loss_sum, int64_t& correct, int64_t& positions) {
   const int64_t n = out.dim(0);
@@ -141,15 +148,23 @@ void score_batch(const Tensor& out, const Tensor& target, LossKind loss, const B
             mx = row[j * inner];
             arg = j;
           }
-        double s = 0;
-        for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * inner] - mx));
-        loss_sum += std::log(s) - (row[label * inner] - mx);
+        if (layout.output_is_probability) {
+          loss_sum -= clamped_log(row[label * inner]);
+        } else {
+          double s = 0;
+          for (int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(row[j * inner] - mx));
+          loss_sum += std::log(s) - (row[label * inner] - mx);
+        }
         correct += arg == label;
         ++positions;
       }
     return;
   }
   // Regression / BCE: each sample's mean over its values, summed over the batch.
+  if (target.numel() != out.numel())
+    throw Error(cat("targets ", shape_str(target.shape()), " do not fit the model's output ",
+                    shape_str(out.shape()), " (", out.numel(), " values, the targets have ",
+                    target.numel(), ")"));
   const float* t = target.data<float>();
   const int64_t m = out.numel();
   double s = 0;
@@ -157,6 +172,8 @@ void score_batch(const Tensor& out, const Tensor& target, LossKind loss, const B
     const double d = static_cast<double>(y[i]) - t[i];
     if (loss == LossKind::MSE) s += d * d;
     else if (loss == LossKind::L1) s += std::abs(d);
+    else if (layout.output_is_probability)  // BCE of probabilities
+      s -= t[i] * clamped_log(y[i]) + (1.0 - t[i]) * clamped_log(1.0 - y[i]);
     else {  // BCE with logits
       const double x = y[i];
       s += std::max(x, 0.0) - x * t[i] + std::log1p(std::exp(-std::abs(x)));

@@ -239,13 +239,18 @@ class Emitter {
 };
 
 // Switches BatchNormalization to training mode (opset-15 form: Y, running_mean, running_var)
-// and Dropout to training mode (opset-13 form with a mask). Returns BN state updates.
+// and Dropout to training mode (opset-13 form with a mask). Returns BN state updates. A
+// BatchNormalization whose mean or var input is computed rather than an initializer is not a
+// layer with running statistics but a normalisation by given statistics (tf2onnx's form of
+// Keras' LayerNormalization: mean/var are ReduceMeans of the input): it stays as it is, and the
+// gradient flows through its mean and var inputs too (train/autodiff/grads/norm.cc).
 void to_training_mode(Graph& g, TrainingGraph& tg) {
   for (Node& n : g.nodes) {
     if (!n.domain.empty()) continue;
     if (n.op == OpId::BatchNormalization) {
       if (n.inputs.size() < 5)
         throw Error(cat(n.describe(), ": BatchNormalization needs its 5 inputs to train"));
+      if (!g.initializers.count(n.inputs[3]) || !g.initializers.count(n.inputs[4])) continue;
       const float eps = n.attr_float("epsilon", 1e-5f);
       const float momentum = n.attr_float("momentum", 0.9f);
       n.attrs.clear();
@@ -392,6 +397,33 @@ void refresh_working_copies(const TrainingGraph& tg, std::map<std::string, Tenso
   }
 }
 
+std::string probability_note(const std::string& output, const std::string& z, LossKind loss) {
+  const bool ce = loss == LossKind::CrossEntropy;
+  return cat("output '", output, "' is ", ce ? "Softmax" : "Sigmoid", "('", z, "'): the loss reads '",
+             z, "' as logits (the probabilities' ", ce ? "" : "binary ",
+             "cross-entropy, computed stably)");
+}
+
+std::string logits_behind(const Graph& model, const std::string& output, LossKind loss,
+                          const ClassAxis& class_axis) {
+  const Node* producer = nullptr;
+  for (const auto& n : model.nodes)
+    if (n.domain.empty() && std::find(n.outputs.begin(), n.outputs.end(), output) != n.outputs.end())
+      producer = &n;
+  if (!producer || producer->inputs.empty() || producer->inputs[0].empty()) return "";
+  if (loss == LossKind::BCEWithLogits)
+    return producer->op_type == "Sigmoid" ? producer->inputs[0] : "";
+  if (loss != LossKind::CrossEntropy || producer->op_type != "Softmax") return "";
+  auto it = model.opsets.find("");
+  const int64_t opset = it == model.opsets.end() ? 1 : it->second;
+  const int64_t rank = class_axis.rank;
+  int64_t axis = producer->attr_int("axis", opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  const bool over_classes = opset >= 13 ? axis == class_axis.axis
+                                        : axis == rank - 1 && class_axis.axis == rank - 1;
+  return over_classes ? producer->inputs[0] : "";
+}
+
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options) {
   if (options.precision != DType::F32 && options.precision != DType::F16 &&
       options.precision != DType::BF16)
@@ -416,6 +448,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
     if (!out) throw Error(cat("the model has no output named '", options.output, "'"));
   }
   tg.output = out->name;
+  tg.scores = tg.output;
   to_training_mode(g, tg);
 
   Emitter e(g);
@@ -435,12 +468,15 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       for (int64_t d = 1; d < rank; ++d)
         if (d != a) label_dims.push_back(out->shape ? (*out->shape)[static_cast<size_t>(d)] : Dim{});
       e.input(tg.target, DType::I64, label_dims);
-      std::string scores = tg.output;
+      tg.scores = logits_behind(model, tg.output, options.loss, tg.class_axis);
+      if (tg.scores.empty()) tg.scores = tg.output;
+      else tg.scores_why = probability_note(tg.output, tg.scores, options.loss);
+      std::string scores = tg.scores;
       if (a != 1) {
         std::vector<int64_t> perm = {0, a};
         for (int64_t d = 1; d < rank; ++d)
           if (d != a) perm.push_back(d);
-        scores = e.node("Transpose", "loss.classes_to_axis1", {tg.output}, {"loss.scores"},
+        scores = e.node("Transpose", "loss.classes_to_axis1", {tg.scores}, {"loss.scores"},
                         {{"perm", ints_attribute(perm)}});
       }
       tg.loss = e.node("SoftmaxCrossEntropyLoss", "loss", {scores, tg.target},
@@ -465,7 +501,10 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       // mean(max(x, 0) − x·t + log(1 + e^(−|x|))), the stable form PyTorch uses.
       tg.target = "targets";
       e.input(tg.target, out->dtype, out->shape);
-      const std::string& x = tg.output;
+      tg.scores = logits_behind(model, tg.output, options.loss, tg.class_axis);
+      if (tg.scores.empty()) tg.scores = tg.output;
+      else tg.scores_why = probability_note(tg.output, tg.scores, options.loss);
+      const std::string& x = tg.scores;
       std::string relu = e.node("Relu", "loss.relu", {x}, {"loss.relu"});
       std::string xt = e.node("Mul", "loss.xt", {x, tg.target}, {"loss.xt"});
       std::string nabs = e.node("Neg", "loss.nabs", {e.node("Abs", "loss.abs", {x}, {"loss.abs"})},

@@ -63,6 +63,21 @@ struct ClassAxis {
 // [1, rank) or labels whose shape fits no class axis (naming the labels' and the output's shape).
 ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& options);
 
+// Models that end in a probability layer (Keras' Dense(activation="softmax"), every
+// keras.applications model, a Sigmoid binary classifier): when the output the loss reads is
+//   cross-entropy:    Softmax(z) over the class axis (opset >= 13: `axis` is the class axis;
+//                     opset < 13, which softmaxes the flattened [axis, rank): axis and class
+//                     axis both the last), or
+//   bce-with-logits:  Sigmoid(z),
+// the loss reads z instead: CE(z) = −log softmax(z)[label] is the cross-entropy of the
+// probabilities (Keras' from_logits=False), computed stably, and applying the loss's own
+// softmax/sigmoid to probabilities would train the wrong objective. Returns z's name, or ""
+// when the output is not such a layer (LogSoftmax needs nothing: log_softmax is idempotent).
+std::string logits_behind(const Graph& model, const std::string& output, LossKind loss,
+                          const ClassAxis& class_axis);
+// The line a run prints when the loss reads z = logits_behind(...) instead of `output`.
+std::string probability_note(const std::string& output, const std::string& z, LossKind loss);
+
 // The model's data input: its first float input, else its first integer input (token ids that
 // an embedding Gathers). Throws Error when it has neither.
 const ValueInfo& data_input_of(const Graph& model);
@@ -104,7 +119,10 @@ struct TrainingGraph {
   std::string target;      // labels (int64, the output's shape without the class axis) or
                            // targets (like the output); "" for LossKind::Model
   ClassAxis class_axis;    // cross-entropy: where the classes are (LabelOptions)
-  std::string output;      // the model output the loss reads
+  std::string output;      // the model output the loss uses
+  std::string scores;      // the value the loss reads: `output`, or the logits behind a final
+                           // Softmax/Sigmoid (logits_behind)
+  std::string scores_why;  // when scores != output: a line saying so
   std::string loss;        // scalar loss value
   std::string lr = "lr";   // scalar float input: this step's learning rate
   std::string step = "step";  // scalar int64 input: 1-based step count (Adam's bias correction)

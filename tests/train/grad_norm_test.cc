@@ -161,6 +161,34 @@ TEST_CASE("gradients: BatchNormalization in inference mode treats the statistics
   }
 }
 
+TEST_CASE("gradients: BatchNormalization in inference mode reaches computed mean and var inputs") {
+  // tf2onnx's Keras LayerNormalization: the statistics are values of the graph, not
+  // initializers, so dμ = −γ·dβ/σ and dvar = −½·γ·dγ/(var + ε) flow back to them.
+  SUBCASE("opset 15, training_mode=0") {
+    GradCheckCase c = batch_norm({2, 3, 2, 2}, 15, 1);
+    c.attrs["training_mode"] = int1(0);
+    c.inputs[3] = in({3}, -0.5, 0.5);
+    c.inputs[4] = in({3}, 0.3, 1.5);
+    test::check_gradients(c);
+  }
+  SUBCASE("opset 9, rows as channels ([1, rows, D] as tf2onnx reshapes), epsilon 1e-3") {
+    GradCheckCase c = batch_norm({1, 4, 5}, 9, 1);
+    c.attrs["epsilon"] = flt(1e-3f);
+    c.inputs[3] = in({4}, -0.5, 0.5);
+    c.inputs[4] = in({4}, 0.3, 1.5);
+    test::check_gradients(c);
+  }
+  SUBCASE("opset 7, spatial=0: per-element statistics") {
+    GradCheckCase c;
+    c.op = "BatchNormalization";
+    c.opset = 7;
+    c.attrs["spatial"] = int1(0);
+    c.inputs = {in({2, 3, 2}), in({3, 2}, 0.5, 1.5), in({3, 2}), in({3, 2}, -0.5, 0.5),
+                in({3, 2}, 0.3, 1.5)};
+    test::check_gradients(c);
+  }
+}
+
 TEST_CASE("gradients: LayerNormalization") {
   auto layer_norm = [](Shape x, int64_t axis, Shape scale, bool bias, int outputs) {
     GradCheckCase c;

@@ -55,6 +55,10 @@ struct BatchLayout {
   int64_t num_classes = 0;
   int64_t class_axis = 1;        // class labels: the output's class axis (train/training_graph.h)
   int64_t ignore_index = -100;   // class labels equal to it are not counted
+  // The output is probabilities (a final Softmax over the classes, or a Sigmoid for
+  // bce-with-logits; train/training_graph.h logits_behind): evaluation scores −log p, not
+  // the logits' log-sum-exp form.
+  bool output_is_probability = false;
   // Input normalisation after scaling: x' = (x - mean) / std (torchvision's Normalize; the
   // defaults leave inputs as they are).
   float input_mean = 0.0f;

@@ -31,7 +31,12 @@ bool batch_norm_training(const Node& n) {
 // BatchNormalization: Y = γ·x̂ + β, x̂ = (X − μ)/√(var + ε), per channel over (N, D1, ...).
 //   training (μ, var from the batch): dX = (γ/σ)·(dY − mean(dY) − x̂·mean(dY⊙x̂))
 //   inference (μ, var the inputs):    dX = dY·γ/σ
-//   dγ = Σ dY⊙x̂,  dβ = Σ dY.  The running mean/var inputs are not differentiable.
+//   dγ = Σ dY⊙x̂,  dβ = Σ dY.
+// In inference mode μ and var may be computed values (tf2onnx writes Keras' LayerNormalization as
+// a BatchNormalization whose mean/var are ReduceMeans of the input); their gradients are
+//   dμ = −Σ dY·γ/σ = −γ·dβ/σ,   dvar = Σ dY·γ·(X − μ)·(−½)(var + ε)^(−3/2) = −½·γ·dγ/(var + ε).
+// In training mode Y does not depend on the mean/var inputs (they feed only the running
+// statistics), so they get no gradient.
 void batch_norm_grad(G& c) {
   require_only_y_grad(c);
   const Node& n = c.node();
@@ -45,10 +50,22 @@ void batch_norm_grad(G& c) {
     ins.push_back(c.I(3));
     ins.push_back(c.I(4));
   }
+  const bool d_mean = !training && c.needs_GI(3), d_var = !training && c.needs_GI(4);
   auto out = c.emit_grad_op_outputs("BatchNormalizationGrad", ins, attrs,
-                                    {c.needs_GI(0), c.needs_GI(1), c.needs_GI(2)});
+                                    {c.needs_GI(0), c.needs_GI(1) || d_var, c.needs_GI(2) || d_mean});
   for (int i = 0; i < 3; ++i)
     if (c.needs_GI(i)) c.set_GI(i, out[i]);
+  if (!d_mean && !d_var) return;
+  const std::string& gamma = c.I(1);
+  const std::string var_eps =
+      c.emit1("Add", {c.I(4), c.scalar_like(n.attr_float("epsilon", 1e-5f), c.I(4))});
+  if (d_mean) {
+    const std::string sd = c.emit1("Sqrt", {var_eps});
+    c.set_GI(3, c.emit1("Neg", {c.emit1("Div", {c.emit1("Mul", {gamma, out[2]}), sd})}));
+  }
+  if (d_var)
+    c.set_GI(4, c.emit1("Mul", {c.scalar_like(-0.5, c.I(4)),
+                                c.emit1("Div", {c.emit1("Mul", {gamma, out[1]}), var_eps})}));
 }
 
 // InstanceNormalization: BatchNorm's training-mode gradient with statistics per (n, c) plane:
@@ -103,7 +120,7 @@ void lp_norm_grad(G& c) {
 }  // namespace
 
 void register_norm_gradients(GradientRegistry& r) {
-  r.add(OpId::BatchNormalization, {batch_norm_grad, {3, 4}});
+  r.add(OpId::BatchNormalization, {batch_norm_grad, {}});
   r.add(OpId::InstanceNormalization, {instance_norm_grad, {}});
   r.add(OpId::LayerNormalization, {layer_norm_grad, {}});
   r.add(OpId::LpNormalization, {lp_norm_grad, {}});

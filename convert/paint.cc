@@ -8,14 +8,23 @@
 //
 //   A. fixed by the node alone: no float values (integer/f64 only) -> not painted; a subgraph
 //      (If/Loop/Scan) -> FP32; pins; allow -> low; deny and ops in no list -> FP32; Cast, Shape,
-//      Size, Constant (no input that carries precision) -> their output type is fixed.
-//   B. deny spreads forward from deny nodes through open infer/clear nodes.
+//      Size, Constant (no input that carries precision) -> their output type is fixed. For F16
+//      only (PaintOptions::out_of_range_fp32): an infer node that reads a float initializer or
+//      Constant (directly or through Identity/Reshape/Squeeze/Unsqueeze/Flatten/Transpose/Expand)
+//      whose finite values are not all zero and whose largest magnitude m lies outside FP16's
+//      normal range (m < 2^-14 = 6.1e-5, where FP16 has only subnormals with fewer significant
+//      bits, or m > 65504) -> FP32: ConvNeXt's layer scale (1e-6) times an activation, and the
+//      gradient flowing back through it, would underflow (PyTorch AMP computes x16 * g32 in FP32).
+//   B. deny spreads forward from deny nodes, and from the nodes kept FP32 for an out-of-range
+//      constant (so the residual Add after a layer-scale Mul runs FP32 too, as the widest of its
+//      inputs), through open infer/clear nodes.
 //   C. open infer/clear nodes that are reachable forward from a low node (or whose float inputs
 //      are all initializers/graph inputs) and reach a low node forward become low.
 //   D. the rest, until nothing changes: a follower copies the node it follows; an infer node takes
 //      the widest type arriving at its inputs (initializers and constants are neutral: they take
 //      any type); a clear node joins a low producer or consumer, else FP32.
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -34,7 +43,41 @@ struct Arrival {
   size_t node = 0;          // FromNode: the active producer
   DType type = DType::F32;  // Fixed: the value's type
   std::string label;        // who it comes from, for reasons
+  std::string value;        // the value read
 };
+
+// A float constant behind a value: the largest finite |x| (-1: not a float constant) and what it
+// is, for reasons ("initializer 'g'", "constant 'c' through 'ident'").
+struct ConstRange {
+  double max_abs = -1;
+  std::string what;
+};
+
+constexpr double kF16MinNormal = 6.103515625e-05;  // 2^-14
+constexpr double kF16Max = 65504.0;
+
+double max_finite_abs(const Tensor& t) {
+  double m = 0;
+  const int64_t n = t.numel();
+  if (t.dtype() == DType::F32) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(p[i])) m = std::max(m, static_cast<double>(std::fabs(p[i])));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = t.item_as_double(i);
+      if (std::isfinite(v)) m = std::max(m, std::fabs(v));
+    }
+  }
+  return m;
+}
+
+// Ops whose output holds exactly their first input's values (rearranged or repeated).
+bool passes_values(const Node& n) {
+  static const std::set<std::string> ops = {"Identity",  "Reshape",   "Squeeze", "Unsqueeze",
+                                            "Flatten",   "Transpose", "Expand"};
+  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op_type) && !n.inputs.empty();
+}
 
 class Painter {
  public:
@@ -52,6 +95,7 @@ class Painter {
     state_.assign(n_, State::Open);
     reason_.assign(n_, "");
     follow_.assign(n_, -1);
+    range_root_.assign(n_, "");
     resolve_pins_and_follow();
     step_fixed();
     step_deny();
@@ -85,6 +129,8 @@ class Painter {
   std::vector<State> state_;
   std::vector<std::string> reason_;
   std::vector<long> follow_;
+  std::vector<std::string> range_root_;  // kept FP32 for this out-of-range constant ("" if not)
+  std::map<std::string, ConstRange> ranges_;
 
   std::string label(size_t i) const {
     const Node& n = g_.nodes[i];
@@ -143,6 +189,7 @@ class Painter {
         active_[i] = true;
         const std::string& v = n.inputs[k];
         Arrival a;
+        a.value = v;
         auto p = producer_.find(v);
         if (p != producer_.end()) {
           const size_t src = p->second.first;
@@ -244,9 +291,69 @@ class Painter {
         case OpList::None:
           set(i, State::F32, list_reason(i, "not in any list"));
           break;
+        case OpList::Infer:
+          keep_fp32_for_range(i);
+          break;
         default:
           break;
       }
+    }
+  }
+
+  // The float constant behind value v (an initializer or a Constant node's value, directly or
+  // through passes_values ops).
+  const ConstRange& const_range(const std::string& v) {
+    if (auto it = ranges_.find(v); it != ranges_.end()) return it->second;
+    ranges_[v] = ConstRange{};  // a malformed cycle through v ends here
+    ConstRange r;
+    if (auto in = g_.initializers.find(v); in != g_.initializers.end()) {
+      if (is_convertible(in->second.dtype())) {
+        r.max_abs = max_finite_abs(in->second);
+        r.what = cat("initializer '", v, "'");
+      }
+    } else if (auto p = producer_.find(v); p != producer_.end()) {
+      const size_t src = p->second.first;
+      const Node& pn = g_.nodes[src];
+      const Attribute* a = nullptr;
+      if (pn.op_type == "Constant" && (pn.domain.empty() || pn.domain == "ai.onnx")) {
+        if ((a = pn.attr("value")) && a->kind == Attribute::Kind::Tensor &&
+            is_convertible(a->t.dtype())) {
+          r.max_abs = max_finite_abs(a->t);
+        } else if ((a = pn.attr("value_float")) && a->kind == Attribute::Kind::Float) {
+          r.max_abs = std::isfinite(a->f) ? std::fabs(a->f) : 0.0;
+        } else if ((a = pn.attr("value_floats")) && a->kind == Attribute::Kind::Floats) {
+          r.max_abs = 0;
+          for (float f : a->floats)
+            if (std::isfinite(f)) r.max_abs = std::max(r.max_abs, static_cast<double>(std::fabs(f)));
+        }
+        r.what = cat("constant '", label(src), "'");
+      } else if (passes_values(pn) && p->second.second == 0) {
+        const ConstRange up = const_range(pn.inputs[0]);
+        if (up.max_abs >= 0) r = {up.max_abs, cat(up.what, " through '", label(src), "'")};
+      }
+    }
+    return ranges_[v] = r;
+  }
+
+  // Step A's range rule: an infer node reading a float constant that FP16 cannot hold (not all
+  // zero, max |x| below FP16's smallest normal or above its largest value) stays FP32.
+  void keep_fp32_for_range(size_t i) {
+    if (o_.low != DType::F16 || !o_.out_of_range_fp32) return;
+    for (const Arrival& a : arrivals_[i]) {
+      if (a.kind != Arrival::Neutral) continue;
+      const ConstRange& r = const_range(a.value);
+      if (r.max_abs <= 0) continue;  // not a float constant, or all zeros
+      std::ostringstream m;
+      m << std::setprecision(2) << r.max_abs;
+      if (r.max_abs < kF16MinNormal)
+        set(i, State::F32,
+            cat(r.what, ": max |x| = ", m.str(), " is below float16's smallest normal 6.1e-05"));
+      else if (r.max_abs > kF16Max)
+        set(i, State::F32, cat(r.what, ": max |x| = ", m.str(), " is beyond float16's max 65504"));
+      else
+        continue;
+      range_root_[i] = r.what;
+      return;
     }
   }
 
@@ -255,17 +362,25 @@ class Painter {
     return state_[i] == State::Open && follow_[i] < 0 && (l == OpList::Infer || l == OpList::Clear);
   }
 
-  // Deny spreads forward through infer and clear nodes until an allow (or any decided) node.
+  // Deny spreads forward through infer and clear nodes until an allow (or any decided) node; so
+  // does FP32 from a node kept FP32 by the range rule.
   void step_deny() {
     for (size_t root = 0; root < n_; ++root) {
-      if (list(root) != OpList::Deny || state_[root] != State::F32 || follow_[root] >= 0) continue;
+      const bool range = !range_root_[root].empty();
+      if ((list(root) != OpList::Deny && !range) || state_[root] != State::F32 ||
+          follow_[root] >= 0)
+        continue;
+      const std::string why =
+          range ? cat("follows fp32 node '", label(root), "' (", range_root_[root],
+                      " out of float16's range)")
+                : cat("follows deny node '", label(root), "'");
       std::vector<size_t> stack = {root};
       while (!stack.empty()) {
         const size_t at = stack.back();
         stack.pop_back();
         for (size_t s : succs_[at]) {
           if (!open_infer_or_clear(s)) continue;
-          set(s, State::F32, cat("follows deny node '", label(root), "'"));
+          set(s, State::F32, why);
           stack.push_back(s);
         }
       }

@@ -2,6 +2,8 @@
 // (convert/paint.cc), the pins, `follow`, integer paths and the printed plan.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "convert/graph_build.h"
 
 using namespace oat;
@@ -290,4 +292,97 @@ TEST_CASE("the printed plan lists node, op, precision, reason and totals") {
         "softmax  Softmax  fp32       deny list\n"
         "#2       Gather   -          no fp32/fp16/bf16 values (integer or float64 only)\n"
         "totals: 3 nodes, 1 fp16, 1 fp32, 1 without float values\n");
+}
+
+// ConvNeXt's block: a MatMul branch scaled by a "layer scale" parameter (torchvision starts it at
+// 1e-6, below FP16's smallest normal 2^-14 = 6.1e-5) added to the residual stream, then the next
+// block's MatMul.
+namespace {
+GraphBuild layer_scale_block(float scale) {
+  GraphBuild b;
+  b.input("x").weight("W").weight("ls", {4}, scale);
+  b.node("MatMul", {"x", "W"}, {"a"}, "mm");
+  b.node("Mul", {"a", "ls"}, {"m"}, "scale");
+  b.node("Add", {"m", "x"}, {"r"}, "residual");
+  b.node("Transpose", {"r"}, {"t"}, "transpose");
+  b.node("MatMul", {"t", "W"}, {"y"}, "mm2");
+  b.output("y");
+  return b;
+}
+}  // namespace
+
+TEST_CASE("fp16: an infer node reading an initializer below fp16's normal range stays fp32") {
+  const GraphBuild b = layer_scale_block(1e-6f);
+  const PrecisionPlan p = paint_default(b.g);
+  CHECK(entry(p, "mm").dtype == DType::F16);
+  CHECK(entry(p, "scale").dtype == DType::F32);
+  CHECK(entry(p, "scale").reason ==
+        "initializer 'ls': max |x| = 1e-06 is below float16's smallest normal 6.1e-05");
+  // FP32 spreads forward like deny (the widest input wins): the residual Add would otherwise lie
+  // between the fp16 MatMuls and be painted fp16.
+  CHECK(entry(p, "residual").dtype == DType::F32);
+  CHECK(entry(p, "residual").reason ==
+        "follows fp32 node 'scale' (initializer 'ls' out of float16's range)");
+  CHECK(entry(p, "transpose").dtype == DType::F32);
+  CHECK(entry(p, "mm2").dtype == DType::F16);
+
+  // A normal-magnitude scale: nothing changes.
+  const PrecisionPlan normal = paint_default(layer_scale_block(0.1f).g);
+  CHECK(entry(normal, "scale").dtype == DType::F16);
+  CHECK(entry(normal, "residual").dtype == DType::F16);
+  CHECK(entry(normal, "residual").reason == "between fp16 nodes 'mm' and 'mm2'");
+  // Exactly 2^-14 is a normal FP16 number.
+  CHECK(entry(paint_default(layer_scale_block(6.103515625e-05f).g), "scale").dtype == DType::F16);
+
+  // BF16 has FP32's exponent range: the rule does not apply.
+  const PrecisionPlan bf = paint_default(b.g, DType::BF16);
+  CHECK(entry(bf, "scale").dtype == DType::BF16);
+  CHECK(entry(bf, "residual").dtype == DType::BF16);
+
+  // Turned off (--no-out-of-range-fp32): the old painting.
+  PaintOptions off;
+  off.out_of_range_fp32 = false;
+  const PrecisionPlan o = paint(b.g, off);
+  CHECK(entry(o, "scale").dtype == DType::F16);
+  CHECK(entry(o, "scale").reason == "between fp16 nodes 'mm' and 'mm2'");
+  CHECK(entry(o, "residual").dtype == DType::F16);
+
+  // Pins still win.
+  PaintOptions pin;
+  pin.low_nodes = {"scale"};
+  CHECK(entry(paint(b.g, pin), "scale").dtype == DType::F16);
+}
+
+TEST_CASE("fp16 range rule: through Identity, Constant values, beyond 65504, zeros and infinities") {
+  GraphBuild b;
+  b.input("x").weight("W").weight("tiny", {4}, 2e-5f).weight("zero", {4}, 0.0f);
+  b.weight("huge", {4}, 1.0f).weight("mask", {4}, 0.0f);
+  b.g.initializers.at("huge").data<float>()[2] = -1e5f;
+  b.g.initializers.at("mask").data<float>()[1] = -INFINITY;  // -inf is an FP16 value
+  Tensor c(DType::F32, {1});
+  c.data<float>()[0] = 1e-7f;
+  b.node("Constant", {}, {"c"}, "eps").attrs["value"] = oat_test::tensor_attr(c);
+  b.node("MatMul", {"x", "W"}, {"a"}, "mm");
+  b.node("Identity", {"tiny"}, {"tiny_copy"}, "copy");
+  b.node("Mul", {"a", "tiny_copy"}, {"m1"}, "via_identity");
+  b.node("Add", {"a", "c"}, {"m2"}, "via_constant");
+  b.node("Mul", {"a", "huge"}, {"m3"}, "huge_mul");
+  b.node("Mul", {"a", "zero"}, {"m4"}, "zero_mul");
+  b.node("Add", {"a", "mask"}, {"m5"}, "mask_add");
+  b.output("m1").output("m2").output("m3").output("m4").output("m5");
+  const PrecisionPlan p = paint_default(b.g);
+  CHECK(entry(p, "via_identity").dtype == DType::F32);
+  CHECK(entry(p, "via_identity").reason ==
+        "initializer 'tiny' through 'copy': max |x| = 2e-05 is below float16's smallest normal "
+        "6.1e-05");
+  CHECK(entry(p, "copy").dtype == DType::F32);
+  CHECK(entry(p, "via_constant").dtype == DType::F32);
+  CHECK(entry(p, "via_constant").reason ==
+        "constant 'eps': max |x| = 1e-07 is below float16's smallest normal 6.1e-05");
+  CHECK(entry(p, "huge_mul").dtype == DType::F32);
+  CHECK(entry(p, "huge_mul").reason ==
+        "initializer 'huge': max |x| = 1e+05 is beyond float16's max 65504");
+  // All zeros and infinities are exact in FP16.
+  CHECK(entry(p, "zero_mul").dtype == DType::F16);
+  CHECK(entry(p, "mask_add").dtype == DType::F16);
 }

@@ -67,6 +67,9 @@ CheckCommand::CheckCommand(CLI::App& app) {
   cmd_->add_option("--fp32-nodes", o_.fp32_nodes, "Forward nodes kept in FP32")->delimiter(',');
   cmd_->add_option("--fp16-nodes", o_.fp16_nodes, "Forward nodes run in the low precision")
       ->delimiter(',');
+  cmd_->add_flag("--no-out-of-range-fp32", o_.no_out_of_range_fp32,
+                 "fp16: paint nodes that read an initializer or constant outside float16's normal range "
+                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32");
   cmd_->add_option("--json", o_.json, "Also write the report as JSON to this file");
   cmd_->add_option("--threads", o_.threads, "CPU threads (0: all cores)");
   cmd_->add_option("--inject-error", o_.inject_error,
@@ -330,11 +333,15 @@ int run_check(const CheckCommandOptions& o) {
   if (o.rtol_fp32 >= 0) c.tol.fp32 = c.tol.fp32_cuda = o.rtol_fp32;
   if (o.rtol_fp16 >= 0) c.tol.fp16 = o.rtol_fp16;
   if (o.rtol_bf16 >= 0) c.tol.bf16 = o.rtol_bf16;
-  if (c.precision == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() || !o.fp16_nodes.empty()))
-    throw Error("--op-lists, --fp32-nodes and --fp16-nodes need --precision fp16 or bf16");
+  if (c.precision == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() ||
+                                    !o.fp16_nodes.empty() || o.no_out_of_range_fp32))
+    throw Error(
+        "--op-lists, --fp32-nodes, --fp16-nodes and --no-out-of-range-fp32 need --precision fp16 "
+        "or bf16");
   c.op_lists = o.op_lists;
   c.fp32_nodes = o.fp32_nodes;
   c.low_nodes = o.fp16_nodes;
+  c.out_of_range_fp32 = !o.no_out_of_range_fp32;
   if (!o.json.empty() && fs::is_directory(o.json))
     throw Error(cat("--json ", o.json, ": is a folder"));
 

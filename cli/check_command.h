@@ -32,6 +32,7 @@ struct CheckCommandOptions {
   double rtol_fp32 = -1, rtol_fp16 = -1, rtol_bf16 = -1;  // < 0: the defaults of train/check.h
   std::string op_lists;
   std::vector<std::string> fp32_nodes, fp16_nodes;
+  bool no_out_of_range_fp32 = false;
   std::string json;
   int threads = 0;
   // Test hook: every float output of this node on the checked path is multiplied by 1.25

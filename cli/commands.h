@@ -25,6 +25,7 @@ struct InspectOptions {
   std::string op_lists;                 // JSON file: {"allow": {"add": [...], "remove": [...]}, ...}
   std::vector<std::string> fp32_nodes;  // pinned FP32
   std::vector<std::string> low_nodes;   // pinned low precision (--fp16-nodes)
+  bool no_out_of_range_fp32 = false;    // --no-out-of-range-fp32 (PaintOptions::out_of_range_fp32)
 };
 int run_inspect(const InspectOptions& o);
 

@@ -42,6 +42,9 @@ ConvertCommand::ConvertCommand(CLI::App& app) {
   c->add_option("--op-lists", o_.op_lists,
                 "JSON file moving ops between lists: {\"allow\": {\"add\": [...], \"remove\": "
                 "[...]}, \"deny\": ..., \"infer\": ..., \"clear\": ...}");
+  c->add_flag("--no-out-of-range-fp32", o_.no_out_of_range_fp32,
+              "fp16: paint nodes that read an initializer or constant outside float16's normal range "
+                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32");
   c->add_option("--calib", o_.calib,
                 "Sample input as [NAME=]FILE (.npy or .pb), repeatable; default: random "
                 "N(0,1) inputs")
@@ -145,6 +148,7 @@ int run_convert(const ConvertOptions& o) {
   ex.keep_io_types = o.keep_io_types;
   ex.paint.low = o.to == "bf16" ? DType::BF16 : DType::F16;
   if (!o.op_lists.empty()) ex.paint.lists.apply_json_file(o.op_lists);
+  ex.paint.out_of_range_fp32 = !o.no_out_of_range_fp32;
   if (!o.block_ops.empty()) {
     ex.paint.lists.block(o.block_ops);
     std::set<std::string> present;

@@ -27,6 +27,7 @@ struct ConvertOptions {
   bool keep_io_types = false;
   std::vector<std::string> block_ops, block_nodes;
   std::string op_lists;
+  bool no_out_of_range_fp32 = false;
   std::vector<std::string> calib;  // [NAME=]FILE (.npy or .pb)
   int64_t batch = 2;
   uint64_t seed = 0;

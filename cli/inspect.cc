@@ -91,6 +91,7 @@ std::optional<convert::PrecisionPlan> precision_plan(const InspectOptions& o, co
   if (!o.op_lists.empty()) p.lists.apply_json_file(o.op_lists);
   p.fp32_nodes.insert(o.fp32_nodes.begin(), o.fp32_nodes.end());
   p.low_nodes.insert(o.low_nodes.begin(), o.low_nodes.end());
+  p.out_of_range_fp32 = !o.no_out_of_range_fp32;
   try {
     return convert::paint(g, p);
   } catch (const Error& e) {

@@ -57,6 +57,7 @@ struct TrainOptions {
   double min_scale = 0.0, max_scale = 0.0;  // max 0: FP32's largest value
   std::string op_lists;
   std::vector<std::string> fp32_nodes, fp16_nodes;
+  bool no_out_of_range_fp32 = false;
 };
 
 struct EvalOptions {

@@ -219,6 +219,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   go.op_lists = o.op_lists;
   go.fp32_nodes = o.fp32_nodes;
   go.low_nodes = o.low_nodes;
+  go.out_of_range_fp32 = o.out_of_range_fp32;
   const TrainingGraph mix = build_training_graph(model, go);
 
   // The checked path first: with a dynamic S, halve it while its parameter gradients overflow.

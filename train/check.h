@@ -57,6 +57,7 @@ struct CheckOptions {
   CheckTolerances tol;
   std::string op_lists;                 // as training: --op-lists, --fp32-nodes, --fp16-nodes
   std::vector<std::string> fp32_nodes, low_nodes;
+  bool out_of_range_fp32 = true;        // as training: false with --no-out-of-range-fp32
   // The model's other inputs (attention_mask, token_type_ids, ...) for this batch, by name.
   std::map<std::string, Tensor> extra_inputs;
   // Test hook (a deliberately broken kernel): called on the checked path after every node, before

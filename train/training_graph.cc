@@ -321,6 +321,7 @@ void apply_mixed_precision(TrainingGraph& tg, const TrainingGraphOptions& option
   if (!options.op_lists.empty()) po.lists.apply_json_file(options.op_lists);
   po.fp32_nodes.insert(options.fp32_nodes.begin(), options.fp32_nodes.end());
   po.low_nodes.insert(options.low_nodes.begin(), options.low_nodes.end());
+  po.out_of_range_fp32 = options.out_of_range_fp32;
   // Ours: the loss, loss scaling, clipping and the optimizer (every node the Emitter wrote), and
   // the Sum that accumulates a parameter's gradient contributions (weight gradients accumulate
   // in FP32). Their gradient nodes follow them, so the seed's path is FP32 too.

@@ -111,6 +111,9 @@ struct TrainingGraphOptions {
   std::string op_lists;                 // --op-lists FILE.json ("" = the default lists)
   std::vector<std::string> fp32_nodes;  // --fp32-nodes: forward nodes pinned FP32 (their gradients follow)
   std::vector<std::string> low_nodes;   // --fp16-nodes: forward nodes pinned to `precision`
+  // F16: infer nodes reading a parameter or constant outside FP16's normal range stay FP32
+  // (PaintOptions::out_of_range_fp32; false: --no-out-of-range-fp32).
+  bool out_of_range_fp32 = true;
 };
 
 struct TrainingGraph {

@@ -83,6 +83,36 @@ TEST_CASE("inspect --precision with pins and an op-list file") {
   CHECK(has(l.out, "totals: 5 nodes, 0 fp16, 5 fp32\n"));
 }
 
+TEST_CASE("inspect --precision fp16: a 1e-6 layer scale keeps its Mul fp32; --no-out-of-range-fp32") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {"batch", 4});
+  mb.init_f32("W", {4, 4}, std::vector<float>(16, 0.5f));
+  mb.init_f32("gamma", {4}, std::vector<float>(4, 1e-6f));
+  mb.node("MatMul", {"x", "W"}, {"h"}, "fc");
+  mb.node("Mul", {"h", "gamma"}, {"m"}, "scale");
+  mb.node("Add", {"m", "h"}, {"y"}, "residual");
+  mb.output("y", kFloat, {"batch", 4});
+  const std::string model = mb.save(dir.path / "layer_scale.onnx");
+  CliResult r = run_cli({"inspect", model, "--precision", "fp16"}, dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(has(r.out,
+            "scale     Mul     fp32       initializer 'gamma': max |x| = 1e-06 is below float16's "
+            "smallest normal 6.1e-05\n"
+            "residual  Add     fp32       follows fp32 node 'scale' (initializer 'gamma' out of "
+            "float16's range)\n"));
+  CliResult off = run_cli({"inspect", model, "--precision", "fp16", "--no-out-of-range-fp32"}, dir);
+  REQUIRE(off.status == 0);
+  CHECK(has(off.out, "scale     Mul     fp16       infer: inputs fp16 from 'fc'\n"));
+  CHECK(has(off.out, "totals: 3 nodes, 3 fp16, 0 fp32\n"));
+  CliResult bf = run_cli({"inspect", model, "--precision", "bf16"}, dir);
+  REQUIRE(bf.status == 0);
+  CHECK(has(bf.out, "totals: 3 nodes, 3 bf16, 0 fp32\n"));
+  CliResult alone = run_cli({"inspect", model, "--no-out-of-range-fp32"}, dir);
+  CHECK(alone.status != 0);
+}
+
 TEST_CASE("inspect --precision --json carries the plan") {
   TempDir dir;
   const std::string model = plan_model(dir);

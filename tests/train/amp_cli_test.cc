@@ -139,6 +139,7 @@ TEST_CASE("cli: bad mixed-precision options are refused with the option's name a
       {{"--precision", "fp16", "--init-scale", "0"}, "--init-scale"},
       {{"--precision", "bf16", "--init-scale", "1024"}, "need dynamic loss scaling"},
       {{"--fp32-nodes", "fc1"}, "need --precision fp16 or bf16"},
+      {{"--no-out-of-range-fp32"}, "need --precision fp16 or bf16"},
       {{"--precision", "fp16", "--fp32-nodes", "nosuch"}, "--fp32-nodes: no node named 'nosuch'"},
       {{"--precision", "fp16", "--fp16-nodes", "fc1", "--fp32-nodes", "fc1"}, "pinned both"},
       {{"--precision", "fp16", "--op-lists", s / "missing.json"}, "missing.json"},

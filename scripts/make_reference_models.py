@@ -78,6 +78,10 @@ CASES = {
         # scale), DenseNet (BatchNormalization before each Conv, so torch keeps it).
         "vit_tiny_32": dict(kind="vit", shape=(3, 32, 32), batch_agnostic=False),
         "convnext_tiny_64": dict(kind="convnext", shape=(3, 64, 64), batch_agnostic=True),
+        # torchvision's default layer scale, 1e-6: below float16's smallest normal (6.1e-5), so
+        # the fp16 painting keeps the layer-scale Mul nodes in fp32 (convert/paint.cc).
+        "convnext_tiny_64_ls1e-6": dict(kind="convnext", shape=(3, 64, 64), batch_agnostic=True,
+                                        layer_scale=1e-6),
         "densenet_small_64": dict(kind="densenet", shape=(3, 64, 64), batch_agnostic=True),
         "transformer_encoder": dict(TRANSFORMER_SMALL, batch_agnostic=False),
         # torch exports LayerNorm as one LayerNormalization node from opset 17 on.
@@ -186,9 +190,10 @@ def build_model(cfg):
     elif cfg["kind"] == "convnext":
         from torchvision.models.convnext import CNBlockConfig, ConvNeXt
 
-        # layer_scale 0.1, not torchvision's 1e-6, so the blocks change the output measurably.
+        # layer_scale 0.1 by default, not torchvision's 1e-6, so the blocks change the output
+        # measurably.
         model = ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)],
-                         layer_scale=0.1, num_classes=10)
+                         layer_scale=cfg.get("layer_scale", 0.1), num_classes=10)
     elif cfg["kind"] == "densenet":
         from torchvision.models import DenseNet
 

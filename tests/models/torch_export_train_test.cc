@@ -1,5 +1,6 @@
 // Training torch.onnx exports, not only running them: `check` (CPU mixed fp16 vs CPU FP32, one
-// forward + backward) passes on the small ViT, ConvNeXt, DenseNet and Swin reference exports, and the
+// forward + backward) passes on the small ViT, ConvNeXt, DenseNet and Swin reference exports and on
+// a ConvNeXt with torchvision's 1e-6 layer scale (its Mul nodes stay fp32), and the
 // nn.TransformerEncoder export, whose deep-copied layers torch.onnx merged into one initializer
 // per weight with Identity nodes for the others, trains those layers apart and writes them back
 // as initializers of their own (train/initializer_aliases.h).
@@ -64,6 +65,42 @@ TEST_SUITE("models") {
       CHECK(r.ok());
       CHECK(std::abs(r.loss_checked - r.loss_ref) <= 1e-2 * std::abs(r.loss_ref));
     }
+  }
+
+  TEST_CASE("convnext_tiny_64_ls1e-6: torchvision's 1e-6 layer scale keeps its Mul nodes fp32") {
+    // 1e-6 is below float16's smallest normal (6.1e-5): the painter keeps each layer-scale Mul
+    // (and the residual Add after it) in FP32 (convert/paint.cc). The gradients entering the
+    // blocks' branches are 1e-6 times the blocks' output gradients, FP16 subnormals at the first
+    // loss scale (65536) whichever precision the Mul runs in (as in PyTorch, until the dynamic
+    // scale grows): checked at 2^20, where only the layer-scale Muls would fail in FP16.
+    Tensor input;
+    const onnx_loader::Model model = load_case("convnext_tiny_64_ls1e-6", &input);
+    const Tensor labels = Tensor::from_vector<int64_t>({3}, {1, 4, 7});
+    std::set<std::string> scale_muls;
+    for (const Node& n : model.graph.nodes)
+      for (const auto& in : n.inputs)
+        if (n.op_type == "Mul" && in.find("layer_scale") != std::string::npos)
+          scale_muls.insert(n.name);
+    REQUIRE(scale_muls.size() == 2);
+    train::CheckOptions o;
+    o.loss_scale = 1048576;
+    const train::CheckReport r = train::run_check(model.graph, input, labels, o);
+    INFO(train::check_table(r));
+    CHECK(r.ok());
+    size_t seen = 0;
+    for (const auto& n : r.nodes)
+      if (scale_muls.count(n.node)) {
+        ++seen;
+        CHECK(n.precision == DType::F32);
+      }
+    CHECK(seen == 2);
+
+    o.out_of_range_fp32 = false;  // --no-out-of-range-fp32: the Muls in FP16 fail
+    const train::CheckReport off = train::run_check(model.graph, input, labels, o);
+    std::set<std::string> failing;
+    for (const auto& n : off.nodes)
+      if (!n.ok) failing.insert(n.node);
+    CHECK(failing == scale_muls);
   }
 
   TEST_CASE("transformer_encoder: the layers torch.onnx merged train apart and export as initializers") {

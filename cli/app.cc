@@ -91,8 +91,9 @@ int run_main(int argc, char** argv) {
       ->needs(precision_opt);
   inspect_cmd
       ->add_flag("--no-out-of-range-fp32", inspect.no_out_of_range_fp32,
-                 "fp16: paint nodes that read an initializer or constant outside float16's normal range "
-                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32")
+                 "fp16: paint Mul/Div nodes reading a constant with max |x| < 6.1e-5, and "
+                 "nodes reading one with max |x| > 65504, like any other (by default "
+                 "they stay fp32)")
       ->needs(precision_opt);
 
   TrainCommands train_commands(app);

@@ -68,8 +68,9 @@ CheckCommand::CheckCommand(CLI::App& app) {
   cmd_->add_option("--fp16-nodes", o_.fp16_nodes, "Forward nodes run in the low precision")
       ->delimiter(',');
   cmd_->add_flag("--no-out-of-range-fp32", o_.no_out_of_range_fp32,
-                 "fp16: paint nodes that read an initializer or constant outside float16's normal range "
-                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32");
+                 "fp16: paint Mul/Div nodes reading a constant with max |x| < 6.1e-5, and "
+                 "nodes reading one with max |x| > 65504, like any other (by default "
+                 "they stay fp32)");
   cmd_->add_option("--json", o_.json, "Also write the report as JSON to this file");
   cmd_->add_option("--threads", o_.threads, "CPU threads (0: all cores)");
   cmd_->add_option("--inject-error", o_.inject_error,

@@ -43,8 +43,9 @@ ConvertCommand::ConvertCommand(CLI::App& app) {
                 "JSON file moving ops between lists: {\"allow\": {\"add\": [...], \"remove\": "
                 "[...]}, \"deny\": ..., \"infer\": ..., \"clear\": ...}");
   c->add_flag("--no-out-of-range-fp32", o_.no_out_of_range_fp32,
-              "fp16: paint nodes that read an initializer or constant outside float16's normal range "
-                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32");
+              "fp16: paint Mul/Div nodes reading a constant with max |x| < 6.1e-5, and "
+              "nodes reading one with max |x| > 65504, like any other (by default "
+              "they stay fp32)");
   c->add_option("--calib", o_.calib,
                 "Sample input as [NAME=]FILE (.npy or .pb), repeatable; default: random "
                 "N(0,1) inputs")

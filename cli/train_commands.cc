@@ -105,8 +105,8 @@ void apply_precision(const TrainOptions& o, train::TrainerConfig& cfg) {
                                   {"--min-scale", o.min_scale != 0.0},
                                   {"--max-scale", o.max_scale != 0.0}})
     if (set) scaling_flags += std::string(scaling_flags.empty() ? "" : ", ") + flag;
-  if (low == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() ||
-                            !o.fp16_nodes.empty() || o.no_out_of_range_fp32))
+  if (low == DType::F32 && (!o.op_lists.empty() || !o.fp32_nodes.empty() || !o.fp16_nodes.empty() ||
+                            o.no_out_of_range_fp32))
     throw Error(
         "--op-lists, --fp32-nodes, --fp16-nodes and --no-out-of-range-fp32 need --precision fp16 "
         "or bf16");
@@ -256,8 +256,9 @@ TrainCommands::TrainCommands(CLI::App& app) {
                      "Forward nodes run in the low precision (fp16 or bf16) whatever the lists say")
       ->delimiter(',');
   train_->add_flag("--no-out-of-range-fp32", t_.no_out_of_range_fp32,
-                   "fp16: paint nodes that read an initializer or constant outside float16's normal range "
-                "(max |x| < 6.1e-5 or > 65504) like any other, instead of keeping them fp32");
+                   "fp16: paint Mul/Div nodes reading a constant with max |x| < 6.1e-5, and "
+                   "nodes reading one with max |x| > 65504, like any other (by default "
+                   "they stay fp32)");
   train_->add_option("-o,--output", t_.out, "Trained model (default: MODEL.trained.onnx beside it)");
   train_->add_option("--log", t_.log, "Metrics log, one JSON object per line");
   train_->add_option("--checkpoint", t_.checkpoint, "Checkpoint folder (written every epoch)");

@@ -9,12 +9,17 @@
 //   A. fixed by the node alone: no float values (integer/f64 only) -> not painted; a subgraph
 //      (If/Loop/Scan) -> FP32; pins; allow -> low; deny and ops in no list -> FP32; Cast, Shape,
 //      Size, Constant (no input that carries precision) -> their output type is fixed. For F16
-//      only (PaintOptions::out_of_range_fp32): an infer node that reads a float initializer or
+//      only (PaintOptions::out_of_range_fp32), an infer node that reads a float initializer or
 //      Constant (directly or through Identity/Reshape/Squeeze/Unsqueeze/Flatten/Transpose/Expand)
-//      whose finite values are not all zero and whose largest magnitude m lies outside FP16's
-//      normal range (m < 2^-14 = 6.1e-5, where FP16 has only subnormals with fewer significant
-//      bits, or m > 65504) -> FP32: ConvNeXt's layer scale (1e-6) times an activation, and the
-//      gradient flowing back through it, would underflow (PyTorch AMP computes x16 * g32 in FP32).
+//      whose largest finite magnitude m is not 0 -> FP32 when
+//        m > 65504 (FP16 would hold ±inf or the clamped ±65504), any infer op; or
+//        m < 2^-14 = 6.1e-5 (FP16 has only subnormals there: fixed spacing 2^-24, so 1e-6 keeps
+//        ~4 significant bits), for Mul and Div: the factor's relative error becomes the
+//        output's, and the product (and the gradient flowing back through it) underflows.
+//        ConvNeXt's layer scale, 1e-6; PyTorch AMP computes x16 * g32 in FP32. Add, Sub, Max,
+//        Min, Clip, Where are left alone: the constant's absolute error (<= 2^-25) is no larger
+//        than the rounding of their FP16 output, so ViT's MLP biases, initialised N(0, 1e-6),
+//        keep their Adds in FP16 as in PyTorch.
 //   B. deny spreads forward from deny nodes, and from the nodes kept FP32 for an out-of-range
 //      constant (so the residual Add after a layer-scale Mul runs FP32 too, as the widest of its
 //      inputs), through open infer/clear nodes.
@@ -74,8 +79,8 @@ double max_finite_abs(const Tensor& t) {
 
 // Ops whose output holds exactly their first input's values (rearranged or repeated).
 bool passes_values(const Node& n) {
-  static const std::set<std::string> ops = {"Identity",  "Reshape",   "Squeeze", "Unsqueeze",
-                                            "Flatten",   "Transpose", "Expand"};
+  static const std::set<std::string> ops = {"Identity", "Reshape",   "Squeeze", "Unsqueeze",
+                                            "Flatten",  "Transpose", "Expand"};
   return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op_type) && !n.inputs.empty();
 }
 
@@ -324,7 +329,8 @@ class Painter {
         } else if ((a = pn.attr("value_floats")) && a->kind == Attribute::Kind::Floats) {
           r.max_abs = 0;
           for (float f : a->floats)
-            if (std::isfinite(f)) r.max_abs = std::max(r.max_abs, static_cast<double>(std::fabs(f)));
+            if (std::isfinite(f))
+              r.max_abs = std::max(r.max_abs, static_cast<double>(std::fabs(f)));
         }
         r.what = cat("constant '", label(src), "'");
       } else if (passes_values(pn) && p->second.second == 0) {
@@ -336,16 +342,20 @@ class Painter {
   }
 
   // Step A's range rule: an infer node reading a float constant that FP16 cannot hold (not all
-  // zero, max |x| below FP16's smallest normal or above its largest value) stays FP32.
+  // zero; max |x| above FP16's largest value, or, for Mul and Div, below its smallest normal)
+  // stays FP32.
   void keep_fp32_for_range(size_t i) {
     if (o_.low != DType::F16 || !o_.out_of_range_fp32) return;
+    const Node& n = g_.nodes[i];
+    const bool factor =
+        (n.domain.empty() || n.domain == "ai.onnx") && (n.op_type == "Mul" || n.op_type == "Div");
     for (const Arrival& a : arrivals_[i]) {
       if (a.kind != Arrival::Neutral) continue;
       const ConstRange& r = const_range(a.value);
       if (r.max_abs <= 0) continue;  // not a float constant, or all zeros
       std::ostringstream m;
       m << std::setprecision(2) << r.max_abs;
-      if (r.max_abs < kF16MinNormal)
+      if (r.max_abs < kF16MinNormal && factor)
         set(i, State::F32,
             cat(r.what, ": max |x| = ", m.str(), " is below float16's smallest normal 6.1e-05"));
       else if (r.max_abs > kF16Max)
@@ -370,10 +380,9 @@ class Painter {
       if ((list(root) != OpList::Deny && !range) || state_[root] != State::F32 ||
           follow_[root] >= 0)
         continue;
-      const std::string why =
-          range ? cat("follows fp32 node '", label(root), "' (", range_root_[root],
-                      " out of float16's range)")
-                : cat("follows deny node '", label(root), "'");
+      const std::string why = range ? cat("follows fp32 node '", label(root), "' (",
+                                          range_root_[root], " out of float16's range)")
+                                    : cat("follows deny node '", label(root), "'");
       std::vector<size_t> stack = {root};
       while (!stack.empty()) {
         const size_t at = stack.back();

@@ -8,7 +8,7 @@
 // Painting (TensorFlow's auto_mixed_precision algorithm, DESIGN.md "Mixed precision"):
 //   1. allow nodes are low precision (F16/BF16);
 //   2. deny nodes are FP32, and deny spreads forward through infer/clear nodes until an allow node;
-//      with F16, so does FP32 from infer nodes that read a constant outside FP16's normal range
+//      with F16, so does FP32 from infer nodes that read a constant FP16 cannot hold
 //      (PaintOptions::out_of_range_fp32);
 //   3. infer/clear nodes that lie between allow nodes (reachable from a low-precision node and
 //      reaching one, not painted FP32 by step 2) become low precision;
@@ -52,9 +52,10 @@ struct PaintOptions {
   std::set<std::string> low_nodes;       // pinned low precision by node name (--fp16-nodes)
   std::map<std::string, std::string> follow;  // node name -> node whose precision it copies
   // Low = F16 only: an infer node that reads a float initializer or Constant whose values FP16
-  // cannot hold (not all zero; max finite |x| below FP16's smallest normal 2^-14 = 6.1e-5, or
-  // above 65504) stays FP32, and FP32 spreads forward from it like deny (ConvNeXt's layer scale,
-  // 1e-6). False (--no-out-of-range-fp32) paints such nodes like any other.
+  // cannot hold (not all zero; max finite |x| above 65504, or, for Mul and Div, below FP16's
+  // smallest normal 2^-14 = 6.1e-5) stays FP32, and FP32 spreads forward from it like deny
+  // (ConvNeXt's layer scale, 1e-6). False (--no-out-of-range-fp32) paints such nodes like any
+  // other.
   bool out_of_range_fp32 = true;
   // Nodes of a composite op's expansion (runtime/composite.h): node name -> (composite op type,
   // composite name). Such a node is painted by its composite's op list, and the pins name the

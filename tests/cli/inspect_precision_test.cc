@@ -83,7 +83,7 @@ TEST_CASE("inspect --precision with pins and an op-list file") {
   CHECK(has(l.out, "totals: 5 nodes, 0 fp16, 5 fp32\n"));
 }
 
-TEST_CASE("inspect --precision fp16: a 1e-6 layer scale keeps its Mul fp32; --no-out-of-range-fp32") {
+TEST_CASE("inspect --precision fp16: a 1e-6 layer scale's Mul stays fp32; --no-out-of-range-fp32") {
   TempDir dir;
   ModelBuilder mb(13);
   mb.input("x", kFloat, {"batch", 4});

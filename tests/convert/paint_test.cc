@@ -353,7 +353,7 @@ TEST_CASE("fp16: an infer node reading an initializer below fp16's normal range 
   CHECK(entry(paint(b.g, pin), "scale").dtype == DType::F16);
 }
 
-TEST_CASE("fp16 range rule: through Identity, Constant values, beyond 65504, zeros and infinities") {
+TEST_CASE("fp16 range rule: through Identity, Constants, Div, Add, zeros and infinities") {
   GraphBuild b;
   b.input("x").weight("W").weight("tiny", {4}, 2e-5f).weight("zero", {4}, 0.0f);
   b.weight("huge", {4}, 1.0f).weight("mask", {4}, 0.0f);
@@ -365,11 +365,12 @@ TEST_CASE("fp16 range rule: through Identity, Constant values, beyond 65504, zer
   b.node("MatMul", {"x", "W"}, {"a"}, "mm");
   b.node("Identity", {"tiny"}, {"tiny_copy"}, "copy");
   b.node("Mul", {"a", "tiny_copy"}, {"m1"}, "via_identity");
-  b.node("Add", {"a", "c"}, {"m2"}, "via_constant");
-  b.node("Mul", {"a", "huge"}, {"m3"}, "huge_mul");
+  b.node("Div", {"c", "a"}, {"m2"}, "via_constant");
+  b.node("Add", {"a", "huge"}, {"m3"}, "huge_add");
   b.node("Mul", {"a", "zero"}, {"m4"}, "zero_mul");
   b.node("Add", {"a", "mask"}, {"m5"}, "mask_add");
-  b.output("m1").output("m2").output("m3").output("m4").output("m5");
+  b.node("Add", {"a", "tiny"}, {"m6"}, "tiny_add");
+  b.output("m1").output("m2").output("m3").output("m4").output("m5").output("m6");
   const PrecisionPlan p = paint_default(b.g);
   CHECK(entry(p, "via_identity").dtype == DType::F32);
   CHECK(entry(p, "via_identity").reason ==
@@ -379,10 +380,15 @@ TEST_CASE("fp16 range rule: through Identity, Constant values, beyond 65504, zer
   CHECK(entry(p, "via_constant").dtype == DType::F32);
   CHECK(entry(p, "via_constant").reason ==
         "constant 'eps': max |x| = 1e-07 is below float16's smallest normal 6.1e-05");
-  CHECK(entry(p, "huge_mul").dtype == DType::F32);
-  CHECK(entry(p, "huge_mul").reason ==
+  // Beyond 65504 counts for every infer op.
+  CHECK(entry(p, "huge_add").dtype == DType::F32);
+  CHECK(entry(p, "huge_add").reason ==
         "initializer 'huge': max |x| = 1e+05 is beyond float16's max 65504");
   // All zeros and infinities are exact in FP16.
   CHECK(entry(p, "zero_mul").dtype == DType::F16);
   CHECK(entry(p, "mask_add").dtype == DType::F16);
+  // A tiny addend's FP16 error (<= 2^-25) is no larger than the rounding of the sum: Add stays
+  // low (ViT's MLP biases start at N(0, 1e-6)).
+  CHECK(entry(p, "tiny_add").dtype == DType::F16);
+  CHECK(entry(p, "tiny_add").reason == "infer: inputs fp16 from 'mm'");
 }

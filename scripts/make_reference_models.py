@@ -34,6 +34,7 @@ Exit status: 0 on success, 2 when a required Python package is missing (the mess
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -413,6 +414,11 @@ def main():
                       indent=1)
         return
 
+    # Several test binaries (ctest -j) may ask for the folder at once: one builds it, the others
+    # wait here and then find it up to date.
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    lock = open(out + ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     manifest = os.path.join(out, "MANIFEST.json")
     if not args.force and os.path.exists(manifest):
         with open(manifest) as f:

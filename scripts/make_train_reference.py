@@ -63,6 +63,7 @@ Exit status: 0 on success, 2 when a required Python package is missing (the mess
 """
 
 import argparse
+import fcntl
 import copy
 import hashlib
 import json
@@ -400,6 +401,11 @@ def main():
         make_reference(out)
         return
 
+    # Several test binaries (ctest -j) may ask for the folder at once: one builds it, the others
+    # wait here and then find it up to date.
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    lock = open(out + ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     manifest = os.path.join(out, "MANIFEST.json")
     if not args.force and os.path.exists(manifest):
         with open(manifest) as f:

@@ -136,8 +136,9 @@ int run_inspect(const InspectOptions& o) {
       other_bytes += t.nbytes();
     }
   }
-  // Identity copies of float initializers (torch.onnx's merged equal-valued parameters), which
-  // training unties into parameters of their own (train/initializer_aliases.h).
+  // Identity copies of float initializers (torch.onnx's merged equal-valued parameters) and
+  // merged reads (tf2onnx's), which training unties into initializers of their own
+  // (train/initializer_aliases.h).
   std::vector<std::string> aliases;
   int64_t alias_elems = 0;
   {
@@ -194,8 +195,9 @@ int run_inspect(const InspectOptions& o) {
             << " tensors\n";
   if (!aliases.empty())
     std::cout << "aliases    " << aliases.size()
-              << " Identity copies of parameters (the exporter merged parameters that started "
-                 "equal); training unties them: "
+              << " copies of merged initializers (the exporter wrote tensors that started equal "
+                 "once: Identity nodes in torch.onnx, one initializer read several times in "
+                 "tf2onnx); training unties them: "
               << params + alias_elems << " parameters in " << num_params + aliases.size()
               << " tensors\n";
   if (g.initializers.size() > static_cast<size_t>(num_params))

@@ -84,6 +84,7 @@ void print_data_lines(const train::TrainingGraph& tg, const train::BatchLayout& 
     std::cout << "cross-entropy over " << tg.class_axis.why << ", ignore_index "
               << layout.ignore_index << "\n";
   if (!tg.scores_why.empty()) std::cout << tg.scores_why << "\n";
+  for (const auto& note : tg.notes) std::cout << note << "\n";
   if (is_integer(layout.input_dtype)) {
     std::cout << "input '" << tg.data_input << "': " << dtype_name(layout.input_dtype)
               << " ids fed as they are";

@@ -259,6 +259,7 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
   try {
     m.graph = graph_from_proto(p.graph(), opsets,
                                TensorSource{base_dir, options.load_external_data}, {}, false);
+    m.graph.producer = p.producer_name();
   } catch (const Unsupported& e) {
     throw Unsupported(cat(name, ": ", e.what()), e.key());
   } catch (const Error& e) {
@@ -452,6 +453,10 @@ WrittenFiles write_model_files(onnx::ModelProto& proto, bool external, const Sav
 
 }  // namespace
 
+std::string untied_read_name(const std::string& initializer, const std::string& node, size_t k) {
+  return cat(initializer, "@", node, "#", k);
+}
+
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
                 const std::string& out_path, const SaveOptions& options) {
   if (!model.proto) throw Error("save_model: model has no original ModelProto");
@@ -485,12 +490,25 @@ void save_model(const Model& model, const std::map<std::string, Tensor>& initial
       return n.op_type() == "Identity" && (n.domain().empty() || n.domain() == "ai.onnx") &&
              n.input_size() == 1 && n.output_size() == 1 && n.output(0) == name;
     });
-    if (alias == nodes->end() || !(proto_inits.count(alias->input(0)) ||
-                                   initializers.count(alias->input(0))))
-      throw Error(cat("save_model: the model has no initializer named '", name, "'"));
     if (!t.defined())
       throw Error(cat("save_model: the tensor given for initializer '", name, "' is undefined"));
-    nodes->erase(alias);
+    if (alias != nodes->end() &&
+        (proto_inits.count(alias->input(0)) || initializers.count(alias->input(0)))) {
+      nodes->erase(alias);
+      tensor_to_proto(t, name, g->add_initializer());
+      replaced.insert(name);
+      continue;
+    }
+    // A read of a merged initializer that training gave its own copy: the node reads the copy.
+    bool rebound = false;
+    for (auto& n : *nodes)
+      for (int k = 0; k < n.input_size() && !rebound; ++k)
+        if (proto_inits.count(n.input(k)) &&
+            untied_read_name(n.input(k), n.name(), static_cast<size_t>(k)) == name) {
+          n.set_input(k, name);
+          rebound = true;
+        }
+    if (!rebound) throw Error(cat("save_model: the model has no initializer named '", name, "'"));
     tensor_to_proto(t, name, g->add_initializer());
     replaced.insert(name);
   }

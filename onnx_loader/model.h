@@ -63,10 +63,16 @@ struct SaveOptions {
 // data in the input are written inline (or to the new `<out>.data`). Written to a temporary file
 // and renamed, so a failure never leaves a half-written output. A name that the file computes as
 // `name = Identity(initializer)` (an alias that training untied, train/initializer_aliases.h)
-// becomes an initializer in place of that Identity node. Throws Error for any other name the
+// becomes an initializer in place of that Identity node; an untied read (untied_read_name)
+// becomes a new initializer that the node's input names. Throws Error for any other name the
 // model does not have as an initializer.
 void save_model(const Model& model, const std::map<std::string, Tensor>& initializers,
                 const std::string& out_path, const SaveOptions& options = {});
+
+// The name of the initializer that input `k` of node `node` reads after training split a merged
+// `initializer` into one per read (train/initializer_aliases.h): "initializer@node#k". save_model
+// writes such a name as a new initializer and points that input at it.
+std::string untied_read_name(const std::string& initializer, const std::string& node, size_t k);
 
 // The files that hold `model`: its path, then each external-data file its initializers name
 // (resolved against the model's folder), each once. For sizes in reports.

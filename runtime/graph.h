@@ -87,6 +87,9 @@ struct Graph {
   std::vector<ValueInfo> outputs;
   std::map<std::string, ValueInfo> value_info;  // from the model and from shape inference
   std::map<std::string, int64_t> opsets;        // domain -> version ("" is ai.onnx)
+  // The model's producer_name ("pytorch", "tf2onnx", ...; "" for graphs built in memory). Training
+  // reads it where exporters differ in how they write parameters (train/initializer_aliases.h).
+  std::string producer;
 
   const ValueInfo* find_value_info(const std::string& name) const;
 };

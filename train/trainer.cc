@@ -250,7 +250,9 @@ Trainer::Trainer(const Graph& model, TrainerConfig config)
   if (cfg_.lr <= 0) throw Error(cat("--lr must be positive, got ", cfg_.lr));
   scaler_ = LossScaler(cfg_.loss_scale);
   cfg_.graph.loss_scaling = scaler_.checks_overflow();
-  tg_ = build_training_graph(model_, cfg_.graph);  // already untied: nothing to untie again
+  // From the model as loaded: build_training_graph unties it the same way (deterministic names)
+  // and notes what it untied (TrainingGraph::notes).
+  tg_ = build_training_graph(model, cfg_.graph);
   layout_ = layout_for(model_, cfg_.graph.loss, tg_.output, cfg_.graph.labels);
   layout_.input_mean = cfg_.input.input_mean;
   layout_.input_std = cfg_.input.input_std;

@@ -425,6 +425,45 @@ std::string logits_behind(const Graph& model, const std::string& output, LossKin
   return over_classes ? producer->inputs[0] : "";
 }
 
+namespace {
+
+// TrainingGraph::notes: what a user should know about how the export was read.
+void model_notes(const Graph& model, const std::vector<std::string>& untied, TrainingGraph& tg) {
+  std::set<std::string> outputs;  // Identity aliases are node outputs of the model; reads are not
+  bool conv = false, batch_norm = false;
+  for (const Node& n : model.nodes) {
+    outputs.insert(n.outputs.begin(), n.outputs.end());
+    conv |= n.op_type == "Conv";
+    batch_norm |= n.op_type == "BatchNormalization";
+  }
+  size_t aliases = 0, reads = 0;
+  for (const auto& u : untied) (outputs.count(u) ? aliases : reads) += 1;
+  if (aliases)
+    tg.notes.push_back(cat("untied ", aliases, " Identity alias", aliases == 1 ? "" : "es",
+                           " of initializers into parameters of their own (torch.onnx merges "
+                           "parameters with equal values)"));
+  if (reads)
+    tg.notes.push_back(cat("untied ", reads, " read", reads == 1 ? "" : "s",
+                           " of merged initializers (equal-valued tensors ", model.producer.empty() ? "the exporter" : model.producer,
+                           " wrote once, or BatchNorm running statistics read elsewhere) into "
+                           "initializers of their own"));
+  if (!tg.constants.empty())
+    tg.notes.push_back(cat("kept ", tg.constants.size(), " one-element initializer",
+                           tg.constants.size() == 1 ? "" : "s", " constant (", model.producer,
+                           " writes constants such as '", tg.constants.front(),
+                           "' as initializers; Keras variables are named .../ReadVariableOp:0)"));
+  if (conv && !batch_norm && (model.producer == "pytorch" || model.producer == "tf2onnx"))
+    tg.notes.push_back(
+        "note: the model has Conv but no BatchNormalization. Exporters fold BatchNorm into the "
+        "Conv before it for inference (tf2onnx always, torch.onnx in eval mode), which leaves a "
+        "network that trains without normalisation. If it had BatchNorm, re-export keeping it: "
+        "torch.onnx.export(..., training=torch.onnx.TrainingMode.PRESERVE), or "
+        "tf2onnx.convert.from_keras(..., optimizers={k: v for k, v in "
+        "tf2onnx.optimizer._optimizers.items() if k != 'remove_back_to_back'})");
+}
+
+}  // namespace
+
 TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOptions& options) {
   if (options.precision != DType::F32 && options.precision != DType::F16 &&
       options.precision != DType::BF16)
@@ -531,10 +570,15 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   std::vector<std::string> candidates;
   std::set<std::string> model_initializers(untied.begin(), untied.end());
   for (const auto& [name, t] : model.initializers) model_initializers.insert(name);
+  const bool tf_exporter = model.producer == "tf2onnx" || model.producer == "keras2onnx";
   for (const auto& name : model_initializers) {
     auto it = g.initializers.find(name);
     if (it == g.initializers.end() || !is_floating(it->second.dtype()) || stats.count(name))
       continue;
+    if (tf_exporter && it->second.numel() == 1 && name.find("ReadVariableOp") == std::string::npos) {
+      tg.constants.push_back(name);
+      continue;
+    }
     bool frozen = std::any_of(options.freeze.begin(), options.freeze.end(),
                               [&](const std::string& p) { return wildcard_match(p, name); });
     (frozen ? tg.frozen : candidates).push_back(name);
@@ -555,6 +599,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       tg.grads[p] = bw.grads.at(p);
     }
   if (tg.params.empty()) throw Error("no trainable parameters reach the loss (all frozen?)");
+  model_notes(model, untied, tg);
 
   e.input(tg.lr, DType::F32, std::vector<Dim>{});
   e.input(tg.step, DType::I64, std::vector<Dim>{});

@@ -135,6 +135,13 @@ struct TrainingGraph {
   std::vector<std::string> params;      // trainable parameters (initializer names)
   std::vector<std::string> frozen;      // float initializers kept fixed (by --freeze)
   std::vector<std::string> bn_stats;    // BatchNorm running mean/var initializers
+  // One-element float initializers of a TensorFlow exporter's model (tf2onnx, keras2onnx write
+  // every constant, GELU's 0.5 or an attention scale, as an initializer; Keras variables are
+  // named ".../ReadVariableOp:0"): constants, not parameters.
+  std::vector<std::string> constants;
+  // Lines a run prints about how it read the model (untied merged initializers, constants kept,
+  // BatchNorm folded away by the exporter).
+  std::vector<std::string> notes;
   std::map<std::string, std::string> updates;  // state name -> value holding its next version
   std::map<std::string, std::string> grads;    // param -> its gradient value
   // Mixed precision: working copy (an F16/BF16 state in `updates`) -> its FP32 master parameter.

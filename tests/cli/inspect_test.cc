@@ -106,7 +106,7 @@ TEST_CASE("inspect counts the parameters training unties from Identity copies") 
   CAPTURE(r.out);
   REQUIRE(r.status == 0);
   CHECK(has(r.out, "parameters 24 (96 bytes"));
-  CHECK(has(r.out, "aliases    1 Identity copies of parameters"));
+  CHECK(has(r.out, "aliases    1 copies of merged initializers"));
   CHECK(has(r.out, "training unties them: 27 parameters in 4 tensors"));
   CliResult rj = run_cli({"inspect", model, "--json"}, dir);
   REQUIRE(rj.status == 0);

@@ -206,3 +206,168 @@ TEST_CASE("a BatchNormalization whose running statistics are aliases of paramete
   CHECK(!same_values(w.at("var"), w.at("scale")));
   CHECK(!same_values(w.at("mean"), Tensor::zeros(DType::F32, {2})));
 }
+
+namespace {
+
+// tf2onnx's merge_duplication at a Keras model's initial values: two BatchNormalization layers
+// read one initializer of ones as scale and running var, and one of zeros as bias and running
+// mean; the head's zero bias is the zeros too. `producer` is the model's producer_name.
+Graph merged_batch_norms(const std::string& producer) {
+  GraphBuild b;
+  b.g.opsets[""] = 15;
+  b.g.producer = producer;
+  b.input("x", DType::F32, {4, 2, 3, 3});
+  Tensor ones(DType::F32, {2});
+  ones.data<float>()[0] = ones.data<float>()[1] = 1.0f;
+  b.init("ones", ones).init("zeros", Tensor::zeros(DType::F32, {2}));
+  b.init("W", random_tensor({2, 2}, 10));
+  b.node("BatchNormalization", {"x", "ones", "zeros", "zeros", "ones"}, {"bn0"}, "bn_0").opset = 15;
+  b.node("Relu", {"bn0"}, {"r0"}, "relu");
+  b.node("BatchNormalization", {"r0", "ones", "zeros", "zeros", "ones"}, {"bn1"}, "bn_1").opset = 15;
+  b.node("GlobalAveragePool", {"bn1"}, {"gap"}, "gap");
+  b.node("Flatten", {"gap"}, {"f"}, "flatten");
+  b.node("MatMul", {"f", "W"}, {"m"}, "head");
+  b.node("Add", {"m", "zeros"}, {"logits"}, "head_bias");
+  b.output("logits");
+  b.g.outputs.back().shape = std::vector<Dim>{Dim{4, ""}, Dim{2, ""}};
+  return b.g;
+}
+
+const Node& node_named(const Graph& g, const std::string& name) {
+  for (const Node& n : g.nodes)
+    if (n.name == name) return n;
+  FAIL("no node ", name);
+  return g.nodes.front();
+}
+
+}  // namespace
+
+TEST_CASE("merged reads (tf2onnx): every read of a constant-filled or statistic initializer gets its own copy") {
+  std::vector<std::string> untied;
+  const Graph g = train::untie_initializer_aliases(merged_batch_norms("tf2onnx"), &untied);
+  // 'ones' is read 4 times, 'zeros' 5 times: all but the first read of each get a copy.
+  CHECK(untied.size() == 3 + 4);
+  const Node& bn0 = node_named(g, "bn_0");
+  const Node& bn1 = node_named(g, "bn_1");
+  CHECK(bn0.inputs[1] == "ones");
+  CHECK(bn0.inputs[2] == "zeros");
+  CHECK(bn0.inputs[3] == onnx_loader::untied_read_name("zeros", "bn_0", 3));
+  CHECK(bn0.inputs[4] == onnx_loader::untied_read_name("ones", "bn_0", 4));
+  CHECK(bn1.inputs[1] == onnx_loader::untied_read_name("ones", "bn_1", 1));
+  CHECK(node_named(g, "head_bias").inputs[1] == onnx_loader::untied_read_name("zeros", "head_bias", 1));
+  std::set<std::string> read;
+  for (const Node& n : g.nodes)
+    for (const auto& v : n.inputs)
+      if (g.initializers.count(v) && v != "W") CHECK_MESSAGE(read.insert(v).second, v, " read twice");
+  for (const auto& u : untied) CHECK(same_values(g.initializers.at(u), g.initializers.at(u.substr(0, u.find('@')))));
+}
+
+TEST_CASE("merged reads: a pytorch model keeps a shared constant-filled parameter shared, not a shared statistic") {
+  std::vector<std::string> untied;
+  const Graph g = train::untie_initializer_aliases(merged_batch_norms("pytorch"), &untied);
+  // Both initializers are read as running statistics, so they are split all the same; torch
+  // never writes that, but the statistics are state the step overwrites.
+  CHECK(untied.size() == 7);
+  // A plain shared read of a constant fill stays shared for pytorch (a truly shared module).
+  GraphBuild b;
+  b.g.producer = "pytorch";
+  b.input("x", DType::F32, {2, 2});
+  b.init("zeros", Tensor::zeros(DType::F32, {2}));
+  b.node("Add", {"x", "zeros"}, {"a"}, "add_a");
+  b.node("Add", {"a", "zeros"}, {"y"}, "add_b");
+  b.output("y");
+  untied.clear();
+  train::untie_initializer_aliases(b.g, &untied);
+  CHECK(untied.empty());
+  b.g.producer = "tf2onnx";
+  train::untie_initializer_aliases(b.g, &untied);
+  CHECK(untied.size() == 1);
+}
+
+TEST_CASE("a tf2onnx model with merged BatchNorm initializers trains each layer apart and saves them") {
+  const std::string in = tmp_path("merged.onnx"), out = tmp_path("merged.trained.onnx");
+  onnx_loader::GraphWriteOptions wo;
+  wo.producer_name = "tf2onnx";
+  onnx_loader::save_graph(merged_batch_norms("tf2onnx"), in, wo);
+  onnx_loader::Model m = onnx_loader::load_model(in);
+  REQUIRE(m.graph.producer == "tf2onnx");
+  train::Dataset d{random_tensor({8, 2, 3, 3}, 12, 1.0f), Tensor(DType::I64, {8})};
+  for (int64_t i = 0; i < 8; ++i) d.targets.data<int64_t>()[i] = i % 2;
+  train::TrainerConfig cfg = sgd_config();
+  cfg.batch = 4;
+  train::Trainer t(m.graph, cfg);
+  t.fit(d, nullptr);
+  const auto& tg = t.training_graph();
+  CHECK(tg.bn_stats.size() == 4);
+  CHECK(tg.params.size() == 6);  // two scales, two biases, W, the head's bias
+  const auto w = t.model_initializers();
+  const std::string var0 = onnx_loader::untied_read_name("ones", "bn_0", 4);
+  const std::string scale1 = onnx_loader::untied_read_name("ones", "bn_1", 1);
+  // The running variance followed the batches and the scales their gradients: apart now
+  // (tied, the scale would have been overwritten by the running variance every step).
+  CHECK(!same_values(w.at("ones"), w.at(var0)));
+  CHECK(!same_values(w.at("ones"), w.at(scale1)));
+  CHECK(std::any_of(tg.notes.begin(), tg.notes.end(), [](const std::string& s) {
+    return s.find("untied 7 reads of merged initializers") != std::string::npos;
+  }));
+
+  onnx_loader::save_model(m, w, out);
+  onnx_loader::Model back = onnx_loader::load_model(out);
+  CHECK(node_named(back.graph, "bn_0").inputs[4] == var0);
+  CHECK(node_named(back.graph, "bn_1").inputs[1] == scale1);
+  for (const auto& [name, value] : w) {
+    REQUIRE_MESSAGE(back.graph.initializers.count(name), name);
+    CHECK_MESSAGE(same_values(back.graph.initializers.at(name), value), name);
+  }
+  fs::remove_all(fs::path(in).parent_path());
+}
+
+TEST_CASE("tf2onnx's one-element initializers are constants; Keras variables and other producers' are parameters") {
+  auto model = [](const std::string& producer, const std::string& scalar_name) {
+    GraphBuild b;
+    b.g.opsets[""] = 13;
+    b.g.producer = producer;
+    b.input("x", DType::F32, {4, 3});
+    b.init("W", random_tensor({3, 2}, 1)).init(scalar_name, Tensor::scalar<float>(0.5f));
+    b.node("MatMul", {"x", "W"}, {"m"}, "fc");
+    b.node("Mul", {"m", scalar_name}, {"logits"}, "scale");
+    b.output("logits");
+    b.g.outputs.back().shape = std::vector<Dim>{Dim{4, ""}, Dim{2, ""}};
+    return b.g;
+  };
+  train::TrainingGraphOptions o;
+  auto params = [&](const Graph& g) { return train::build_training_graph(g, o).params; };
+  CHECK(params(model("tf2onnx", "model/dense/Gelu/mul/x:0")) == std::vector<std::string>{"W"});
+  const train::TrainingGraph tg = train::build_training_graph(model("tf2onnx", "model/dense/Gelu/mul/x:0"), o);
+  CHECK(tg.constants == std::vector<std::string>{"model/dense/Gelu/mul/x:0"});
+  CHECK(params(model("tf2onnx", "model/temperature/ReadVariableOp:0")).size() == 2);
+  CHECK(params(model("pytorch", "logit_scale")).size() == 2);
+  CHECK(params(model("", "s")).size() == 2);
+}
+
+TEST_CASE("a Conv model without BatchNormalization from torch or tf2onnx gets the folded-BatchNorm note") {
+  auto model = [](const std::string& producer) {
+    GraphBuild b;
+    b.g.opsets[""] = 13;
+    b.g.producer = producer;
+    b.input("x", DType::F32, {2, 1, 4, 4});
+    b.init("K", random_tensor({2, 1, 3, 3}, 1)).init("W", random_tensor({2, 3}, 2));
+    b.node("Conv", {"x", "K"}, {"c"}, "conv");
+    b.node("GlobalAveragePool", {"c"}, {"g"}, "gap");
+    b.node("Flatten", {"g"}, {"f"}, "flatten");
+    b.node("MatMul", {"f", "W"}, {"logits"}, "head");
+    b.output("logits");
+    b.g.outputs.back().shape = std::vector<Dim>{Dim{2, ""}, Dim{3, ""}};
+    return b.g;
+  };
+  auto noted = [&](const std::string& producer) {
+    const auto notes = train::build_training_graph(model(producer), {}).notes;
+    return std::any_of(notes.begin(), notes.end(), [](const std::string& s) {
+      return s.find("Conv but no BatchNormalization") != std::string::npos &&
+             s.find("TrainingMode.PRESERVE") != std::string::npos;
+    });
+  };
+  CHECK(noted("pytorch"));
+  CHECK(noted("tf2onnx"));
+  CHECK_FALSE(noted("onnx-amp-train"));
+}

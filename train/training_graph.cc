@@ -407,10 +407,18 @@ std::string probability_note(const std::string& output, const std::string& z, Lo
 
 std::string logits_behind(const Graph& model, const std::string& output, LossKind loss,
                           const ClassAxis& class_axis) {
-  const Node* producer = nullptr;
-  for (const auto& n : model.nodes)
-    if (n.domain.empty() && std::find(n.outputs.begin(), n.outputs.end(), output) != n.outputs.end())
-      producer = &n;
+  auto producer_of = [&](const std::string& v) -> const Node* {
+    for (const auto& n : model.nodes)
+      if (n.domain.empty() && std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end())
+        return &n;
+    return nullptr;
+  };
+  const Node* producer = producer_of(output);
+  // Through Identity nodes (exporters put one before a renamed graph output).
+  for (int hops = 0; producer && producer->op_type == "Identity" && !producer->inputs.empty() &&
+                     hops < 16;
+       ++hops)
+    producer = producer_of(producer->inputs[0]);
   if (!producer || producer->inputs.empty() || producer->inputs[0].empty()) return "";
   if (loss == LossKind::BCEWithLogits)
     return producer->op_type == "Sigmoid" ? producer->inputs[0] : "";

@@ -43,6 +43,17 @@ Graph classifier(const std::string& head, int64_t opset = 13,
   return b.g;
 }
 
+Node oat_test_identity(const std::string& in, const std::string& out) {
+  Node n;
+  n.name = "rename";
+  n.op_type = "Identity";
+  n.op = op_from_name("Identity");
+  n.opset = 13;
+  n.inputs = {in};
+  n.outputs = {out};
+  return n;
+}
+
 const Node& loss_node(const train::TrainingGraph& tg) {
   for (const Node& n : tg.graph.nodes)
     if (n.name == "loss") return n;
@@ -75,6 +86,14 @@ TEST_CASE("cross-entropy on a Softmax output reads the logits behind it") {
     CHECK(tg.scores == "p");
     CHECK(loss_node(tg).inputs[0] == "p");
     CHECK(tg.scores_why.empty());
+  }
+  SUBCASE("through an Identity before the graph output") {
+    Graph g = classifier("Softmax");
+    g.nodes.push_back(oat_test_identity("p", "out"));
+    g.outputs[0].name = "out";
+    const train::TrainingGraph tg = train::build_training_graph(g, o);
+    CHECK(tg.output == "out");
+    CHECK(tg.scores == "z");
   }
   SUBCASE("LogSoftmax needs nothing (log_softmax is idempotent)") {
     const train::TrainingGraph tg = train::build_training_graph(classifier("LogSoftmax"), o);

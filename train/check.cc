@@ -221,6 +221,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   go.low_nodes = o.low_nodes;
   go.out_of_range_fp32 = o.out_of_range_fp32;
   const TrainingGraph mix = build_training_graph(model, go);
+  rep.notes = mix.notes;
 
   // The checked path first: with a dynamic S, halve it while its parameter gradients overflow.
   const bool dynamic = o.loss_scale <= 0.0;
@@ -357,6 +358,7 @@ std::string num(double v, bool any = true) {
 
 std::string check_table(const CheckReport& r) {
   std::ostringstream s;
+  for (const auto& note : r.notes) s << note << "\n";
   size_t w = 4;
   for (const auto& c : r.nodes) w = std::max(w, c.node.size());
   w = std::min<size_t>(w, 60);
@@ -428,6 +430,7 @@ std::string check_json(const CheckReport& r) {
   };
   nlohmann::json j;
   j["mode"] = r.mode;
+  j["notes"] = r.notes;
   j["precision"] = precision_name(r.precision);
   j["device"] = device_name(r.device);
   j["loss_scale"] = r.loss_scale;

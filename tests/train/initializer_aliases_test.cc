@@ -11,6 +11,7 @@
 #include "onnx_loader/graph_writer.h"
 #include "onnx_loader/model.h"
 #include "runtime/executor.h"
+#include "train/check.h"
 #include "train/initializer_aliases.h"
 #include "train/trainer.h"
 
@@ -310,6 +311,12 @@ TEST_CASE("a tf2onnx model with merged BatchNorm initializers trains each layer 
   CHECK(std::any_of(tg.notes.begin(), tg.notes.end(), [](const std::string& s) {
     return s.find("untied 7 reads of merged initializers") != std::string::npos;
   }));
+
+  // check reads the model the same way and says so before its table.
+  train::CheckOptions co;
+  const train::CheckReport rep = train::run_check(m.graph, random_tensor({4, 2, 3, 3}, 13, 1.0f),
+                                                  Tensor::from_vector<int64_t>({4}, {0, 1, 1, 0}), co);
+  CHECK(train::check_table(rep).rfind("untied 7 reads of merged initializers", 0) == 0);
 
   onnx_loader::save_model(m, w, out);
   onnx_loader::Model back = onnx_loader::load_model(out);

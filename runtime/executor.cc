@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "runtime/composite.h"
+#include "runtime/transpose_fold.h"
 
 namespace oat {
 
@@ -76,10 +77,12 @@ std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& 
 
 namespace {
 
-// The graph with its composite ops (Einsum, RNN/GRU/LSTM) expanded, nullptr when it has none.
+// The graph with back-to-back Transposes folded (runtime/transpose_fold.h) and its composite ops
+// (Einsum, RNN/GRU/LSTM) expanded, nullptr when it has neither.
 std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
-  if (!has_composites(graph)) return nullptr;
+  if (!has_composites(graph) && !has_transpose_pairs(graph)) return nullptr;
   auto g = std::make_unique<Graph>(graph);
+  fold_transpose_pairs(*g);
   lower_composites(*g);
   return g;
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/grad_type.h"
+#include "runtime/transpose_fold.h"
 #include "runtime/working_type.h"
 #include "train/autodiff/gradient_builder.h"
 #include "train/initializer_aliases.h"
@@ -482,6 +483,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   tg.graph = untie_initializer_aliases(model, &untied);
   Graph& g = tg.graph;
   g.name = model.name + "_training";
+  fold_transpose_pairs(g);  // tf2onnx's NHWC round trips (runtime/transpose_fold.h)
   lower_composites(g, &tg.composite_parts);  // Einsum, RNN/GRU/LSTM: autodiff sees their parts
   if (!g.opsets.count("") || g.opsets[""] < 17) g.opsets[""] = 17;
   g.opsets[kInternalDomain] = 1;

@@ -7,8 +7,12 @@ Needs TensorFlow (2.15, tensorflow-cpu), tf2onnx (1.17), onnx and onnxruntime in
 interpreter (a venv: `python3.11 -m venv /tmp/tfenv && /tmp/tfenv/bin/pip install
 tensorflow-cpu==2.15.1 tf2onnx==1.17.0 onnx==1.16.2 onnxruntime numpy`). The tests do NOT need
 any of them: the files this writes are committed, and the tests only read them. Rerun it (and
-commit the result) only to change the fixtures; the numbers the tests check against are in the
-files, so a rerun with other package versions changes them consistently.
+commit the result) only to change the fixtures. The outputs and loss curves the tests compare
+with are in the files, but the tests also count what these architectures export (8 merged BN
+reads, 10 parameters, 5 one-element constants, ...) and name the CNN's logits
+('model/dense/MatMul:0'): change those with the models. tf2onnx's generated names (which of two
+merged tensors keeps its name, the __N suffixes) vary between runs; the tests do not use them.
+Keras's Adam uses epsilon 1e-7; the tests set ours to the same.
 
 Every model is built with fixed seeds (tf.keras.utils.set_random_seed) and exported with
 tf2onnx.convert.from_keras at opset 13, input named "input". For each NAME it writes

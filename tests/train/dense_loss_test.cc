@@ -216,6 +216,15 @@ TEST_SUITE("dense cross-entropy") {
     out_of_range.targets.data<int64_t>()[20] = 3;
     CHECK(has(error_of([&] { train::check_dataset(out_of_range, layout, "training data"); }),
               "label 3 at sample 0 is outside [0, 3)"));
+    // One output unit: the error says what a binary classifier trains with.
+    train::BatchLayout one = layout;
+    one.num_classes = 1;
+    one.target_shape = {};
+    train::Dataset ones{Tensor::zeros(DType::F32, {2, 3, 8, 8}), Tensor::from_vector<int64_t>({2}, {0, 1})};
+    one.sample_shape = {3, 8, 8};
+    const std::string e3 = error_of([&] { train::check_dataset(ones, one, "training data"); });
+    CHECK(has(e3, "label 1 at sample 1 is outside [0, 1)"));
+    CHECK(has(e3, "train it with --loss bce-with-logits on 0/1 float targets"));
   }
 
   TEST_CASE("a conv segmentation net trains in fp32 and fp16: loss falls, pixel accuracy rises") {

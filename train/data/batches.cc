@@ -154,7 +154,11 @@ void check_dataset(const Dataset& data, const BatchLayout& layout, const std::st
         throw Error(cat(what, ": label ", l, " at sample ", i / std::max<int64_t>(1, per),
                         " is outside [0, ", layout.num_classes, ") for a model with ",
                         layout.num_classes, " classes (and is not the ignore_index ",
-                        layout.ignore_index, ")"));
+                        layout.ignore_index, ")",
+                        layout.num_classes == 1
+                            ? "; one output unit is a binary classifier: train it with --loss "
+                              "bce-with-logits on 0/1 float targets"
+                            : ""));
     }
   } else {
     const int64_t t_per = n ? data.targets.numel() / n : 0;

@@ -188,7 +188,8 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
                       train::LabelOptions& labels, std::string& axis_line, Tensor& input,
                       Tensor& target, std::map<std::string, Tensor>& extra,
                       std::map<std::string, std::string>& how, std::string& source) {
-  train::BatchLayout layout = train::layout_for(g, loss, "", labels);
+  const ValueInfo& out = loss_output(g, o.labels);
+  train::BatchLayout layout = train::layout_for(g, loss, out.name, labels);
   apply_normalize(o.normalize, layout);
   const ValueInfo& in = train::data_input_of(g);
   std::mt19937_64 rng(o.seed);
@@ -270,31 +271,31 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
   extra = check_extra_inputs(given, layout, input, rng, how);
   if (loss == train::LossKind::Model) return;
   if (loss == train::LossKind::CrossEntropy) {
-    const train::ClassAxis ca = train::resolve_class_axis(g.outputs.at(0), labels);
+    const train::ClassAxis ca = train::resolve_class_axis(out, labels);
     axis_line = ca.why;
     labels.class_axis = ca.axis;
     // The labels' shape: the output's without the class axis. Where the declared shape leaves
     // a dimension (or the class count) open, the model runs once to see it.
     Shape out_shape = {input.dim(0)};
-    bool known = g.outputs[0].shape.has_value();
+    bool known = out.shape.has_value();
     if (known)
-      for (size_t d = 1; d < g.outputs[0].shape->size(); ++d) {
-        known = known && (*g.outputs[0].shape)[d].fixed();
-        out_shape.push_back((*g.outputs[0].shape)[d].value);
+      for (size_t d = 1; d < out.shape->size(); ++d) {
+        known = known && (*out.shape)[d].fixed();
+        out_shape.push_back((*out.shape)[d].value);
       }
     if (!known) {
       Executor exec(g);
       std::map<std::string, Tensor> feeds = extra;
       feeds[in.name] = input;
       std::vector<Tensor> outs = exec.run(feeds);
-      out_shape = outs.at(0).shape();
+      out_shape = outs.at(layout.output_index).shape();
     }
     if (static_cast<int64_t>(out_shape.size()) != ca.rank)
-      throw Error(cat("output '", g.outputs[0].name, "' is ", shape_str(out_shape),
+      throw Error(cat("output '", out.name, "' is ", shape_str(out_shape),
                       " when run, not of rank ", ca.rank));
     const int64_t classes = out_shape[static_cast<size_t>(ca.axis)];
     if (classes <= 0)
-      throw Error(cat("output '", g.outputs[0].name, "' is ", shape_str(out_shape),
+      throw Error(cat("output '", out.name, "' is ", shape_str(out_shape),
                       ": no classes at axis ", ca.axis));
     Shape ls = out_shape;
     ls.erase(ls.begin() + ca.axis);
@@ -347,6 +348,7 @@ int run_check(const CheckCommandOptions& o) {
     throw Error(cat("--json ", o.json, ": is a folder"));
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
+  c.output = loss_output(model.graph, o.labels).name;
   auto fired = std::make_shared<bool>(false);
   if (!o.inject_error.empty()) {
     const std::string target = o.inject_error;
@@ -384,7 +386,7 @@ int run_check(const CheckCommandOptions& o) {
               << "\n";
   if (!model.graph.outputs.empty() &&
       (c.loss == train::LossKind::CrossEntropy || c.loss == train::LossKind::BCEWithLogits)) {
-    const ValueInfo& out = model.graph.outputs[0];
+    const ValueInfo& out = loss_output(model.graph, o.labels);
     const train::ClassAxis ca = c.loss == train::LossKind::CrossEntropy
                                     ? train::resolve_class_axis(out, c.labels)
                                     : train::ClassAxis{};

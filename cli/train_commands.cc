@@ -144,6 +144,21 @@ void add_label_options(CLI::App* c, LabelFlags& f) {
   c->add_option("--ignore-index", f.ignore_index,
                 "cross-entropy: label value that does not count in the loss or accuracy "
                 "(default -100, as PyTorch)");
+  c->add_option("--loss-output", f.output,
+                "The model output the loss reads, by name (default: the first; e.g. the main "
+                "logits of a model that also outputs auxiliary ones)");
+}
+
+const ValueInfo& loss_output(const Graph& model, const LabelFlags& f) {
+  if (model.outputs.empty()) throw Error("the model has no outputs");
+  if (f.output.empty()) return model.outputs[0];
+  std::string names;
+  for (const auto& v : model.outputs) {
+    if (v.name == f.output) return v;
+    names += cat(names.empty() ? "" : ", ", "'", v.name, "'");
+  }
+  throw Error(cat("--loss-output: the model has no output named '", f.output, "' (its outputs: ",
+                  names, ")"));
 }
 
 train::LabelOptions label_options(const LabelFlags& f, const std::string& loss,
@@ -330,6 +345,7 @@ int run_train(const TrainOptions& o) {
   cfg.graph.clip_norm = o.clip_norm;
   cfg.graph.freeze = o.freeze;
   cfg.graph.labels = label_options(o.labels, o.loss, &data.train.targets);
+  cfg.graph.output = loss_output(model.graph, o.labels).name;
   apply_precision(o, cfg);
   apply_normalize(o.data.normalize, cfg.input);
 
@@ -363,12 +379,12 @@ int run_eval(const EvalOptions& o) {
   if (!d.inputs.defined()) throw Error("no data: give --data or --val-x/--val-y");
   const train::LossKind loss = train::parse_loss(o.loss);
   const train::LabelOptions labels = label_options(o.labels, o.loss, &d.targets);
-  train::BatchLayout layout = train::layout_for(model.graph, loss, "", labels);
+  const ValueInfo& out = loss_output(model.graph, o.labels);
+  train::BatchLayout layout = train::layout_for(model.graph, loss, out.name, labels);
   apply_normalize(o.data.normalize, layout);
   train::fit_sample_shape(layout, d.inputs, "evaluation data");
-  if (loss == train::LossKind::CrossEntropy && !model.graph.outputs.empty())
-    std::cout << "cross-entropy over "
-              << train::resolve_class_axis(model.graph.outputs[0], labels).why << "\n";
+  if (loss == train::LossKind::CrossEntropy)
+    std::cout << "cross-entropy over " << train::resolve_class_axis(out, labels).why << "\n";
   train::check_dataset(d, layout, "evaluation data", data.has_val ? "--val-input" : "--train-input");
   train::EvalResult r = train::evaluate_model(model.graph, {}, d, layout, loss, o.batch, device);
   std::cout << "samples " << r.samples << "\nloss " << r.loss << "\n";

@@ -18,7 +18,12 @@ struct LabelFlags {
   static constexpr int64_t kAuto = INT64_MIN;
   int64_t class_axis = kAuto;  // kAuto: by the rule (labels' shape, else the output's rank)
   int64_t ignore_index = -100;
+  std::string output;  // --loss-output: the model output the loss reads ("" = the first)
 };
+
+// The model output --loss-output names (the first output when it is empty); throws Error naming
+// the outputs there are when the model has no such output.
+const ValueInfo& loss_output(const Graph& model, const LabelFlags& f);
 
 struct DataOptions {
   std::string data;  // IDX folder or a named dataset ("fashion-mnist")

@@ -213,6 +213,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   TrainingGraphOptions go;
   go.loss = o.loss;
   go.labels = o.labels;
+  go.output = o.output;
   go.optimizer.kind = OptimizerKind::SGD;  // lr 0: the update is not part of the check
   const TrainingGraph ref = build_training_graph(model, go);
   go.precision = o.precision;

@@ -51,6 +51,7 @@ struct CheckOptions {
   Device device = Device::CPU;   // where the checked path runs
   LossKind loss = LossKind::CrossEntropy;
   LabelOptions labels;  // cross-entropy: class axis and ignore_index (training_graph.h)
+  std::string output;   // the model output the loss reads ("" = the first)
   // The backward seed S of both paths. <= 0: dynamic, as the loss scaler starts: 65536 for F16
   // (halved while the checked path's gradients overflow, up to 24 times), 1 for BF16/FP32.
   double loss_scale = 0.0;

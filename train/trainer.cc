@@ -72,8 +72,11 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
     L.extra_inputs.push_back(std::move(e));
   }
   const ValueInfo* out = model.outputs.empty() ? nullptr : &model.outputs[0];
-  for (const auto& v : model.outputs)
-    if (v.name == output) out = &v;
+  for (size_t k = 0; k < model.outputs.size(); ++k)
+    if (model.outputs[k].name == output) {
+      out = &model.outputs[k];
+      L.output_index = k;
+    }
   if (loss == LossKind::CrossEntropy) {
     L.target_dtype = DType::I64;
     L.ignore_index = labels.ignore_index;
@@ -227,10 +230,10 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
     for (const auto& [name, t] : b.extra) feeds[name] = t;
     std::vector<Tensor> out = exec.run(feeds);
     if (loss == LossKind::Model) {
-      loss_sum += out[0].item_as_double() * b.inputs.dim(0);
+      loss_sum += out.at(layout.output_index).item_as_double() * b.inputs.dim(0);
       positions += b.inputs.dim(0);
     } else {
-      score_batch(cast_tensor(out[0], DType::F32), b.targets, loss, layout, loss_sum, correct,
+      score_batch(cast_tensor(out.at(layout.output_index), DType::F32), b.targets, loss, layout, loss_sum, correct,
                   positions);
     }
     r.samples += b.inputs.dim(0);

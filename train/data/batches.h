@@ -59,6 +59,7 @@ struct BatchLayout {
   // bce-with-logits; train/training_graph.h logits_behind): evaluation scores −log p, not
   // the logits' log-sum-exp form.
   bool output_is_probability = false;
+  size_t output_index = 0;  // which of the model's outputs the loss reads (--loss-output)
   // Input normalisation after scaling: x' = (x - mean) / std (torchvision's Normalize; the
   // defaults leave inputs as they are).
   float input_mean = 0.0f;

@@ -4,8 +4,7 @@
 // an error listing the outputs.
 #include <doctest/doctest.h>
 
-#include <random>
-
+#include "test_tensors.h"
 #include "cli/cli_runner.h"
 #include "convert/graph_build.h"
 #include "onnx_loader/graph_writer.h"
@@ -18,13 +17,7 @@ namespace {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-Tensor uniform(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Tensor t(DType::F32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+Tensor uniform(Shape s, uint32_t seed) { return uniform_tensor(std::move(s), seed); }
 
 // x [batch, 6] → aux head (Gemm to 3 classes) = output 'aux', main head (Gemm to 5 classes) =
 // output 'main'. 'aux' is first, so the default loss reads it.

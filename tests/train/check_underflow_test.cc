@@ -4,8 +4,7 @@
 // in forward values, or a larger one in gradients, still fails.
 #include <doctest/doctest.h>
 
-#include <random>
-
+#include "test_tensors.h"
 #include "convert/graph_build.h"
 #include "train/check.h"
 
@@ -15,11 +14,7 @@ using oat_test::GraphBuild;
 namespace {
 
 Tensor uniform(Shape s, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t(DType::F32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
+  return oat_test::uniform_tensor(std::move(s), seed, lo, hi);
 }
 
 // x [4, 8] → fc1 (Gemm) → Tanh → fc2 (Gemm, [8, 6]) → ReduceMean → Mul by k → the loss

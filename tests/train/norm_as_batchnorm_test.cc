@@ -4,8 +4,7 @@
 // (train/autodiff/grads/norm.cc), so its gradients equal LayerNormalization's.
 #include <doctest/doctest.h>
 
-#include <random>
-
+#include "test_tensors.h"
 #include "convert/graph_build.h"
 #include "runtime/executor.h"
 #include "train/autodiff/gradient_builder.h"
@@ -18,11 +17,7 @@ using oat_test::int_attr;
 namespace {
 
 Tensor uniform(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Tensor t(DType::F32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
+  return oat_test::uniform_tensor(std::move(s), seed, lo, hi);
 }
 
 Tensor ints(std::vector<int64_t> v) {

@@ -5,8 +5,7 @@
 // to the same numbers.
 #include <doctest/doctest.h>
 
-#include <random>
-
+#include "test_tensors.h"
 #include "convert/graph_build.h"
 #include "train/trainer.h"
 
@@ -15,13 +14,7 @@ using oat_test::GraphBuild;
 
 namespace {
 
-Tensor uniform(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Tensor t(DType::F32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+Tensor uniform(Shape s, uint32_t seed) { return oat_test::uniform_tensor(std::move(s), seed); }
 
 // x [4, 3] → Gemm (W [3, 5], b) → z; then `head` ("Softmax", "Sigmoid", "" for none) → output.
 Graph classifier(const std::string& head, int64_t opset = 13,

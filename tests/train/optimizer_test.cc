@@ -2,8 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "runtime/executor.h"
+#include "runtime/threads.h"
 #include "train/trainer.h"
 
 using namespace oat;
@@ -199,6 +202,26 @@ TEST_CASE("GlobalNormClip scales all gradients by max_norm / ‖g‖ only above 
                        {{"a", Tensor::from_vector<float>({2}, {0.3f, 0.4f})},
                         {"max", Tensor::scalar<float>(1.0f)}});
   CHECK(same[0].data<float>()[1] == 0.4f);
+}
+
+TEST_CASE("GlobalNormClip's norm is the same bits on 1 and 2 threads (fixed summation order)") {
+  Tensor g(DType::F32, {300001});
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = n(rng) * (i % 7 == 0 ? 1e3f : 1e-3f);
+  const int before = num_threads();
+  float norms[2];
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    auto out = run_node("GlobalNormClip", {"g", "max"}, 2, {},
+                        {{"g", g}, {"max", Tensor::scalar<float>(1.0f)}});
+    norms[t - 1] = out[1].data<float>()[0];
+  }
+  set_num_threads(before);
+  double ref = 0;
+  for (int64_t i = 0; i < g.numel(); ++i) ref += double(g.data<float>()[i]) * g.data<float>()[i];
+  CHECK(norms[0] == doctest::Approx(std::sqrt(ref)).epsilon(1e-6));
+  CHECK(std::memcmp(&norms[0], &norms[1], sizeof(float)) == 0);
 }
 
 TEST_CASE("learning-rate schedules") {

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/cpu/register.h"
 #include "runtime/working_type.h"
@@ -179,10 +180,19 @@ void global_norm_clip(KernelContext& ctx) {
     const Tensor& g = ctx.input(i);
     const T* d = g.data<T>();
     const int64_t count = g.numel();
-    double s = 0.0;
-#pragma omp parallel for reduction(+ : s) if (count > 65536)
-    for (int64_t k = 0; k < count; ++k) s += static_cast<double>(d[k]) * static_cast<double>(d[k]);
-    sq += s;
+    // Σ Gᵢ² in fixed blocks summed in block order: the same bits whatever the thread count (an
+    // OpenMP reduction combines per-thread partial sums in an unspecified order).
+    constexpr int64_t kBlock = 16384;
+    const int64_t blocks = (count + kBlock - 1) / kBlock;
+    std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 4)
+    for (int64_t b = 0; b < blocks; ++b) {
+      double s = 0.0;
+      const int64_t end = std::min(count, (b + 1) * kBlock);
+      for (int64_t k = b * kBlock; k < end; ++k) s += static_cast<double>(d[k]) * static_cast<double>(d[k]);
+      partial[static_cast<size_t>(b)] = s;
+    }
+    for (double s : partial) sq += s;
   }
   const double norm = std::sqrt(sq);
   const double coef = std::min(1.0, max_norm / (norm + 1e-6));

@@ -280,6 +280,10 @@ TrainCommands::TrainCommands(CLI::App& app) {
   train_->add_option("--checkpoint", t_.checkpoint, "Checkpoint folder (written every epoch)");
   train_->add_flag("--resume", t_.resume, "Continue from --checkpoint");
   train_->add_option("--freeze", t_.freeze, "Keep parameters matching this pattern fixed (* ?)");
+  train_->add_flag("--freeze-batchnorm", t_.freeze_batch_norm,
+                   "BatchNormalization normalises with its running statistics and keeps them as "
+                   "they are (PyTorch's bn.eval() while fine-tuning); its scale and bias still "
+                   "train");
   train_->add_option("--log-every", t_.log_every, "Steps between log lines")
       ->check(CLI::PositiveNumber);
 
@@ -344,6 +348,7 @@ int run_train(const TrainOptions& o) {
   cfg.graph.optimizer.weight_decay = o.weight_decay;
   cfg.graph.clip_norm = o.clip_norm;
   cfg.graph.freeze = o.freeze;
+  cfg.graph.freeze_batch_norm = o.freeze_batch_norm;
   cfg.graph.labels = label_options(o.labels, o.loss, &data.train.targets);
   cfg.graph.output = loss_output(model.graph, o.labels).name;
   apply_precision(o, cfg);

@@ -54,6 +54,7 @@ struct TrainOptions {
   bool resume = false;
   bool no_cuda_graph = false;
   std::vector<std::string> freeze;
+  bool freeze_batch_norm = false;
   int64_t log_every = 50;
   // Mixed precision (--precision fp16|bf16) and loss scaling.
   std::string loss_scale;  // dynamic | none | VALUE; "" = dynamic for fp16, none otherwise

@@ -245,13 +245,27 @@ class Emitter {
 // layer with running statistics but a normalisation by given statistics (tf2onnx's form of
 // Keras' LayerNormalization: mean/var are ReduceMeans of the input): it stays as it is, and the
 // gradient flows through its mean and var inputs too (train/autodiff/grads/norm.cc).
-void to_training_mode(Graph& g, TrainingGraph& tg) {
+void to_training_mode(Graph& g, TrainingGraph& tg, bool freeze_batch_norm,
+                      std::set<std::string>& fixed_stats) {
   for (Node& n : g.nodes) {
     if (!n.domain.empty()) continue;
     if (n.op == OpId::BatchNormalization) {
       if (n.inputs.size() < 5)
         throw Error(cat(n.describe(), ": BatchNormalization needs its 5 inputs to train"));
       if (!g.initializers.count(n.inputs[3]) || !g.initializers.count(n.inputs[4])) continue;
+      if (freeze_batch_norm) {
+        // Inference mode (opset-15 form, Y only): Y = γ·(X − mean)/√(var + ε) + β with the
+        // running statistics as constants.
+        const float eps = n.attr_float("epsilon", 1e-5f);
+        n.attrs.clear();
+        n.attrs["epsilon"] = float_attr(eps);
+        n.attrs["training_mode"] = int_attr(0);
+        n.opset = 15;
+        n.outputs.resize(1);
+        fixed_stats.insert(n.inputs[3]);
+        fixed_stats.insert(n.inputs[4]);
+        continue;
+      }
       const float eps = n.attr_float("epsilon", 1e-5f);
       const float momentum = n.attr_float("momentum", 0.9f);
       n.attrs.clear();
@@ -499,7 +513,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   }
   tg.output = out->name;
   tg.scores = tg.output;
-  to_training_mode(g, tg);
+  std::set<std::string> fixed_stats;  // --freeze-batchnorm: running statistics kept as they are
+  to_training_mode(g, tg, options.freeze_batch_norm, fixed_stats);
 
   Emitter e(g);
   Dim batch;
@@ -589,7 +604,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       tg.constants.push_back(name);
       continue;
     }
-    bool frozen = std::any_of(options.freeze.begin(), options.freeze.end(),
+    bool frozen = fixed_stats.count(name) ||
+                  std::any_of(options.freeze.begin(), options.freeze.end(),
                               [&](const std::string& p) { return wildcard_match(p, name); });
     (frozen ? tg.frozen : candidates).push_back(name);
   }

@@ -94,6 +94,10 @@ struct TrainingGraphOptions {
   OptimizerConfig optimizer;
   double clip_norm = 0.0;              // > 0: clip gradients to this global L2 norm
   std::vector<std::string> freeze;     // parameter-name patterns ('*' and '?' wildcards)
+  // --freeze-batchnorm: every BatchNormalization normalises with its running statistics, which
+  // stay as they are (PyTorch's bn.eval() while fine-tuning; Keras' BatchNormalization with
+  // training=False); its scale and bias still train. The gradient is the inference-mode one.
+  bool freeze_batch_norm = false;
   std::string output;                  // the model output the loss uses ("" = the first)
   // Loss scaling: an UnscaleAndCheck node (inputs inv_scale + every parameter gradient) before
   // clipping, whose found_inf is the optimizer updates' `skip`. The trainer sets this from its

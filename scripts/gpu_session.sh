@@ -14,7 +14,8 @@
 #              .carry/root only for the Debian packages (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH)
 #   build      onnx-amp-train, oat_train_step, cuda_tests (-j $OAT_JOBS, default nproc)
 #   cuda_tests build/tests/cuda_tests: backends agree, zoo coverage, CLI on the device
-#   check      `onnx-amp-train check` on every zoo model (zoo -o MODEL.onnx) x fp16, bf16, fp32
+#   check      `onnx-amp-train check` on every zoo model (zoo -o MODEL.onnx) and the Keras
+#              fixtures (tests/data/keras) x fp16, bf16, fp32
 #   export     torchvision ResNet-18 exported by torch.onnx (scripts/export_torchvision.py: eval
 #              export with BN folded, opset 13; training export, opset 15), then `check` on both
 #              x fp16, bf16, fp32; says so and goes on when torchvision is missing
@@ -246,6 +247,16 @@ phase_check() {
     "$BUILD/onnx-amp-train" zoo "$m" -o "$WORK/zoo_$m.onnx" >> "$OUT/check.log" 2>&1 || { rc=1; continue; }
     for p in $CHECK_PRECISIONS; do
       check_one "$WORK/zoo_$m.onnx" "$m" "$p" || rc=1
+    done
+  done
+  # tf2onnx exports committed as test fixtures (tests/data/keras): merged initializers, the
+  # LayerNorm-as-BatchNormalization gradient, Softmax heads, NHWC Transposes, an LSTM.
+  local f
+  for f in "$ROOT"/tests/data/keras/cnn.onnx "$ROOT"/tests/data/keras/transformer.onnx \
+           "$ROOT"/tests/data/keras/lstm.onnx; do
+    [[ -f "$f" ]] || continue
+    for p in $CHECK_PRECISIONS; do
+      check_one "$f" "keras_$(basename "$f" .onnx)" "$p" 4 || rc=1
     done
   done
   return $rc

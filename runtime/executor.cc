@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "runtime/composite.h"
+#include "runtime/subgraph.h"
 #include "runtime/transpose_fold.h"
 
 namespace oat {
@@ -31,9 +32,29 @@ std::string unsupported_reason(const Node& node, Device device, const KernelRegi
   if (!domain_is_default(node.domain))
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
   if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
-  if (node.op == OpId::Unknown || !reg.supports_op(node.op, device))
+  const bool control_flow = node_has_subgraph(node);
+  if (node.op == OpId::Unknown || !reg.supports_op(node.op, device)) {
+    if (control_flow && node.op != OpId::Unknown && device != Device::CPU &&
+        reg.supports_op(node.op, Device::CPU))
+      return cat("control flow (", node.op_type, ") runs on the CPU only: the ",
+                 device_name(device), " backend has no kernel for it (run with --device cpu)");
     return cat("op ", node.op_type, " (opset ", node.opset, ") is not supported on ",
                device_name(device));
+  }
+  // If, Loop, Scan: their subgraphs run on the same device, through their own Executors.
+  if (control_flow)
+    for (const auto& [k, a] : node.attrs) {
+      std::vector<const Graph*> gs;
+      if (a.g) gs.push_back(a.g.get());
+      for (const auto& g : a.graphs) gs.push_back(g.get());
+      for (const Graph* g : gs) {
+        if (!g) continue;
+        for (const Node& m : g->nodes) {
+          std::string why = unsupported_reason(m, device, reg);
+          if (!why.empty()) return cat("its ", k, " has ", m.describe(), ": ", why);
+        }
+      }
+    }
   return "";
 }
 
@@ -77,13 +98,23 @@ std::vector<std::pair<std::string, std::string>> unsupported_nodes(const Graph& 
 
 namespace {
 
-// The graph with back-to-back Transposes folded (runtime/transpose_fold.h) and its composite ops
-// (Einsum, RNN/GRU/LSTM) expanded, nullptr when it has neither.
+// The graph as this executor runs it, nullptr when that is the caller's graph unchanged:
+// back-to-back Transposes folded (runtime/transpose_fold.h), its composite ops (Einsum,
+// RNN/GRU/LSTM) expanded, and its control-flow nodes given the outer values their subgraphs read
+// as implicit inputs (runtime/subgraph.h), so that liveness keeps those values until the node has
+// run and the kernel receives them.
 std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
-  if (!has_composites(graph) && !has_transpose_pairs(graph)) return nullptr;
+  const bool composites = has_composites(graph);
+  const bool transposes = has_transpose_pairs(graph);
+  bool outer_reads = false;
+  for (const Node& n : graph.nodes)
+    if (node_has_subgraph(n) && !n.has_attr(kImplicitInputsAttr) && !implicit_inputs(n).empty())
+      outer_reads = true;
+  if (!composites && !transposes && !outer_reads) return nullptr;
   auto g = std::make_unique<Graph>(graph);
-  fold_transpose_pairs(*g);
-  lower_composites(*g);
+  if (transposes) fold_transpose_pairs(*g);
+  if (composites) lower_composites(*g);
+  if (outer_reads) add_implicit_inputs(*g);
   return g;
 }
 
@@ -108,8 +139,10 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Node& n = graph_.nodes[i];
     std::string why = unsupported_reason(n, options_.device, *registry_);
-    // A device executor may run a node on the host (shape arithmetic, see DeviceContext).
-    if (!why.empty() && device_ctx_ && unsupported_reason(n, Device::CPU, *registry_).empty())
+    // A device executor may run a node on the host (shape arithmetic, see DeviceContext), but
+    // not control flow: its subgraph would run on the host with device values.
+    if (!why.empty() && device_ctx_ && !node_has_subgraph(n) &&
+        unsupported_reason(n, Device::CPU, *registry_).empty())
       why.clear();
     if (!why.empty()) throw Unsupported(cat(n.describe(), ": ", why), n.op_type);
     Step& s = steps_[i];

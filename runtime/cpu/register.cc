@@ -16,6 +16,7 @@ void register_kernels(KernelRegistry& r) {
   register_shape(r);
   register_movement(r);
   register_generator(r);
+  register_control_flow(r);
   register_grad_reduce(r);
   register_grad_activation(r);
   register_grad_loss(r);

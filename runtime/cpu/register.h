@@ -21,6 +21,7 @@ void register_reduce(KernelRegistry& r);      // kernels/reduce.cc
 void register_shape(KernelRegistry& r);       // kernels/shape.cc: Reshape Flatten Squeeze ... Shape
 void register_movement(KernelRegistry& r);    // kernels/movement.cc: Transpose Concat Split Slice ...
 void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant Cast Range Dropout ...
+void register_control_flow(KernelRegistry& r);  // kernels/control_flow.cc: If Loop Scan
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

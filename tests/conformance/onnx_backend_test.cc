@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -100,14 +101,27 @@ void run_case(const fs::path& case_dir, Tally& tally, bool verbose) {
   auto skip = [&](const std::string& reason) { skip_all({reason}); };
   try {
     onnx_loader::Model model = onnx_loader::load_model((case_dir / "model.onnx").string());
-    auto unsupported = unsupported_nodes(model.graph, Device::CPU, default_registry());
-    if (!unsupported.empty()) {
-      std::set<std::string> ops;
-      for (const Node& n : model.graph.nodes)
-        for (const auto& u : unsupported)
-          if (u.first == n.describe()) ops.insert((n.domain.empty() ? "" : n.domain + ".") + n.op_type);
-      return skip_all(ops);
-    }
+    // The reasons are the unsupported ops; for If/Loop/Scan, which have kernels, the unsupported
+    // ops of their subgraphs (Sequence*, Optional*), found recursively.
+    std::set<std::string> ops;
+    std::function<void(const Graph&)> collect = [&](const Graph& g) {
+      auto unsupported = unsupported_nodes(g, Device::CPU, default_registry());
+      for (const Node& n : g.nodes)
+        for (const auto& u : unsupported) {
+          if (u.first != n.describe()) continue;
+          if (n.op == OpId::Unknown || !default_registry().supports_op(n.op, Device::CPU)) {
+            ops.insert((n.domain.empty() ? "" : n.domain + ".") + n.op_type);
+            continue;
+          }
+          for (const auto& [k, a] : n.attrs) {
+            if (a.g) collect(*a.g);
+            for (const auto& sg : a.graphs)
+              if (sg) collect(*sg);
+          }
+        }
+    };
+    collect(model.graph);
+    if (!ops.empty()) return skip_all(ops);
     for (const auto& v : model.graph.inputs)
       if (v.dtype == DType::Undefined) return skip("non-tensor or unsupported input type");
     for (const auto& v : model.graph.outputs)

@@ -887,6 +887,9 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   // Generators run on the host in every executor (their outputs are shapes and constants,
   // uploaded where a device node reads them): no CUDA kernel, no case.
   const std::set<OpId> host_only = {OpId::Constant, OpId::ConstantOfShape, OpId::Range};
+  // Control flow runs on the CPU only (runtime/cpu/kernels/control_flow.cc): a device executor
+  // refuses a graph with If, Loop or Scan, naming the node.
+  const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};
@@ -900,6 +903,11 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   for (int i = 0; i < kNumOps; ++i) {
     const OpId op = static_cast<OpId>(i);
     if (host_only.count(op)) continue;
+    if (cpu_only.count(op)) {
+      if (default_registry().supports_op(op, Device::CUDA))
+        no_kernel += cat(" ", op_name(op), "(registered on cuda, but control flow is CPU only)");
+      continue;
+    }
     if (cuda::compiled() && !default_registry().supports_op(op, Device::CUDA))
       no_kernel += cat(" ", op_name(op));
     const std::set<DType>& have = covered[op];

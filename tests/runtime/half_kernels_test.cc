@@ -488,7 +488,10 @@ std::vector<Case> cases() {
 }
 
 // Ops whose F16/BF16 behaviour is checked by the named TEST_CASEs below instead of the table.
-const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape"};
+// Control flow (If, Loop, Scan) registers for every dtype and runs its subgraph's own kernels:
+// tests/runtime/control_flow_test.cc and the ONNX conformance cases.
+const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
+                                            "If", "Loop", "Scan"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
 const std::set<std::string> kFp32Only = {"SGDUpdate", "AdamUpdate", "UnscaleAndCheck",
                                          "GlobalNormClip"};

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/subgraph.h"
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -206,16 +207,36 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
     return n.domain.empty() || n.domain == kInternalDomain ? reg.find(n.op) : nullptr;
   };
 
+  // Control flow (If, Loop, Scan) has no gradient, and its subgraphs read values of this graph
+  // that are not among its inputs (runtime/subgraph.h): those reads count as inputs below, so a
+  // parameter read only inside a Loop body puts the Loop on the path (named in the error)
+  // instead of leaving the parameter silently without a gradient. If's cond and Loop's M and
+  // cond only steer it.
+  std::unordered_map<const Node*, std::vector<std::string>> outer_reads;
+  for (const Node& n : graph.nodes)
+    if (node_has_subgraph(n)) outer_reads[&n] = implicit_inputs(n);
+  auto steering = [](const Node& n, size_t i) {
+    return (n.op == OpId::If && i == 0) || (n.op == OpId::Loop && i < 2);
+  };
+  // The values n reads through which a gradient would flow.
+  auto differentiable_reads = [&](const Node& n, const GradientSpec* spec) {
+    std::vector<std::string> r;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i].empty() || steering(n, i)) continue;
+      if (spec && spec->non_differentiable.count(static_cast<int>(i))) continue;
+      r.push_back(n.inputs[i]);
+    }
+    auto it = outer_reads.find(&n);
+    if (it != outer_reads.end()) r.insert(r.end(), it->second.begin(), it->second.end());
+    return r;
+  };
+
   // Values that depend on a `wrt` value through differentiable inputs.
   std::unordered_set<std::string> from_wrt(wrt.begin(), wrt.end());
   for (const Node& n : graph.nodes) {
-    const GradientSpec* spec = spec_of(n);
     bool depends = false;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (n.inputs[i].empty() || !from_wrt.count(n.inputs[i])) continue;
-      if (spec && spec->non_differentiable.count(static_cast<int>(i))) continue;
-      depends = true;
-    }
+    for (const auto& in : differentiable_reads(n, spec_of(n)))
+      if (from_wrt.count(in)) depends = true;
     if (depends)
       for (const auto& o : n.outputs)
         if (!o.empty()) from_wrt.insert(o);
@@ -225,9 +246,11 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
   for (auto it = graph.nodes.rbegin(); it != graph.nodes.rend(); ++it) {
     bool feeds = std::any_of(it->outputs.begin(), it->outputs.end(),
                              [&](const std::string& o) { return to_loss.count(o) != 0; });
-    if (feeds)
-      for (const auto& in : it->inputs)
-        if (!in.empty()) to_loss.insert(in);
+    if (!feeds) continue;
+    for (const auto& in : it->inputs)
+      if (!in.empty()) to_loss.insert(in);
+    auto reads = outer_reads.find(&*it);
+    if (reads != outer_reads.end()) to_loss.insert(reads->second.begin(), reads->second.end());
   }
   auto relevant = [&](const std::string& v) {
     return !v.empty() && from_wrt.count(v) && to_loss.count(v);
@@ -255,6 +278,21 @@ BackwardResult build_backward(Graph& graph, const std::string& loss,
       any_go |= !go.back().empty();
     }
     if (!any_go) continue;
+    if (outer_reads.count(&n)) {
+      for (const auto& in : differentiable_reads(n, nullptr))
+        if (relevant(in)) {
+          const auto& implicit = outer_reads.at(&n);
+          const bool inside =
+              std::find(implicit.begin(), implicit.end(), in) != implicit.end() &&
+              std::find(n.inputs.begin(), n.inputs.end(), in) == n.inputs.end();
+          throw Error(cat(n.describe(), ": training through control flow (If, Loop, Scan) is not "
+                          "supported: autodiff has no gradient for ", n.op_type,
+                          ", and it lies between the parameters and the loss (it reads '", in,
+                          "'", inside ? " inside its subgraph" : "",
+                          "); such models run for inference (infer, eval) only"));
+        }
+      continue;
+    }
     const GradientSpec* spec = spec_of(n);
     std::vector<bool> needs;
     bool any_needed = false;

@@ -45,8 +45,9 @@ import sys
 SCRIPT = os.path.abspath(__file__)
 
 # ---- cases -----------------------------------------------------------------------------------
-# kind: "torchvision" (arch), "vit", "convnext", "densenet", "swin", "recurrent", "einsum" or
-# "transformer"; shape: one sample's input shape;
+# kind: "torchvision" (arch), "vit", "convnext", "densenet", "swin", "recurrent", "einsum",
+# "script" (torch.jit.script-ed, for control flow) or "transformer"; shape: one sample's input
+# shape;
 # export_batch: the fixed batch of the exported file; ref_batch: the batch of the reference data;
 # batch_agnostic: the fixed-batch graph runs any batch (model.onnx is the fixed-batch file);
 # keep_batchnorm: export BatchNormalization nodes (TrainingMode.PRESERVE on an eval-mode model)
@@ -95,6 +96,9 @@ CASES = {
         # torch.einsum: four Einsum nodes (a composite op, runtime/composite/einsum.cc).
         "einsum_mixer": dict(kind="einsum", shape=(10, 16), hidden=24, classes=5,
                              batch_agnostic=False),
+        # torch.jit.script: Loop (data-dependent trip count; a while loop) and If nodes whose
+        # subgraphs read the outer scope (runtime/cpu/kernels/control_flow.cc).
+        "script_loop_if": dict(kind="script", shape=(8,), classes=5, batch_agnostic=False),
         # Swin: the shifted windows' attention mask is built from zeros((H, W)) by slice
         # assignment (ScatterND, a composite op) with H, W traced through Shape -> Gather ->
         # ConstantOfShape; it runs once the shape values are folded (runtime/shape_fold.h).
@@ -182,6 +186,34 @@ def build_model(cfg):
                 return self.head(torch.einsum("bse->be", z) / z.shape[1])
 
         model = EinsumMixer(cfg["shape"][1], cfg["hidden"], cfg["classes"])
+    elif cfg["kind"] == "script":
+
+        class ControlFlow(nn.Module):
+            """Python control flow kept by torch.jit.script: a for loop whose trip count is
+            computed from the input's values (ONNX Loop with a data-dependent M; its body reads
+            fc's weight from the outer scope), a while loop (Loop with a cond, an If in its
+            body), and an if on a tensor value (If whose branches read the outer scope)."""
+
+            def __init__(self, d, classes):
+                super().__init__()
+                self.fc = nn.Linear(d, d)
+                self.head = nn.Linear(d, classes)
+
+            def forward(self, x):
+                h = x
+                for _ in range(int((x.abs().mean() * 4.0).long()) + 1):
+                    h = torch.tanh(self.fc(h)) + 0.5 * h
+                k = 0
+                while bool(h.abs().max() > 0.5) and k < 10:
+                    h = h * 0.5
+                    k += 1
+                if bool(h.sum() > 0):
+                    h = h * 2.0 + float(k)
+                else:
+                    h = -h - 1.0
+                return self.head(h)
+
+        model = ControlFlow(cfg["shape"][0], cfg["classes"])
     elif cfg["kind"] == "vit":
         from torchvision.models import VisionTransformer
 
@@ -224,7 +256,8 @@ def build_model(cfg):
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.1)
                 m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
-    return model.eval()
+    # torch.onnx exports a ScriptModule's loops and ifs as ONNX Loop / If.
+    return torch.jit.script(model.eval()) if cfg["kind"] == "script" else model.eval()
 
 
 def export_case(out, name, cfg):

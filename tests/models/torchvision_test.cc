@@ -1,7 +1,8 @@
 // Real models against ONNX Runtime: torchvision CNNs (ResNet-18, MobileNetV2, ShuffleNetV2,
 // SqueezeNet 1.1, EfficientNet-B0 at 64x64; small ViT, ConvNeXt, DenseNet and Swin), an
 // nn.TransformerEncoder and nn.LSTM / GRU / RNN
-// classifiers (ONNX LSTM/GRU/RNN nodes, run unrolled as composite ops), exported by torch.onnx
+// classifiers (ONNX LSTM/GRU/RNN nodes, run unrolled as composite ops), a torch.jit.script-ed
+// module with Python loops and an if (ONNX Loop and If), exported by torch.onnx
 // (opsets 13, 14, 17 and 18) and run by our CPU FP32 executor on the same batch ONNX Runtime ran.
 //
 // scripts/make_reference_models.py writes the cases once into <build>/model_refs (it is skipped
@@ -155,6 +156,9 @@ TEST_SUITE("models") {
   }
   TEST_CASE("einsum_mixer (torch.einsum: four Einsum nodes) agrees with ONNX Runtime") {
     check_against_ort("einsum_mixer");
+  }
+  TEST_CASE("script_loop_if (torch.jit.script: Loop with a data-dependent trip count, a while Loop, If) agrees with ONNX Runtime") {
+    check_against_ort("script_loop_if");
   }
   TEST_CASE("swin_small_64 (Swin: attention mask by ScatterND on folded shapes) agrees with ONNX Runtime") {
     check_against_ort("swin_small_64");

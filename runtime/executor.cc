@@ -41,7 +41,8 @@ std::string unsupported_reason(const Node& node, Device device, const KernelRegi
     return cat("op ", node.op_type, " (opset ", node.opset, ") is not supported on ",
                device_name(device));
   }
-  // If, Loop, Scan: their subgraphs run on the same device, through their own Executors.
+  // If, Loop, Scan: their subgraphs run through their own (CPU) Executors, so every node of
+  // them must be supported too.
   if (control_flow)
     for (const auto& [k, a] : node.attrs) {
       std::vector<const Graph*> gs;

@@ -362,3 +362,16 @@ TEST_CASE("a subgraph node the CPU cannot run makes its control-flow node unsupp
   CHECK(cpu[0].second.find("its body has node 'keep' (SequenceEmpty") == 0);
   CHECK_THROWS_AS(Executor{g}, Unsupported);
 }
+
+TEST_CASE("a Loop kernel made outside an Executor, without its implicit inputs, says so") {
+  Graph g = loop_graph("M", "", 5);
+  CHECK_THROWS_WITH_AS(default_registry().create(g.nodes[1], Device::CPU, DType::I64),
+                       doctest::Contains("node 'loop' (Loop, opset 13): body reads 'limit' from the "
+                                         "enclosing graph, but the node was not given it"),
+                       Error);
+  // An Executor over another Executor's graph (already rewritten) adds nothing twice.
+  Executor first(g);
+  Executor second(first.graph());
+  auto out = second.run(loop_feeds("M", 2, "", false));
+  check_close(out[0], {2}, {21, 42});
+}

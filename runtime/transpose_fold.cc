@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/subgraph.h"
+
 namespace oat {
 
 namespace {
@@ -38,15 +40,21 @@ Pair find_pair(const Graph& g, const std::set<std::string>& outputs) {
 
 }  // namespace
 
-bool has_transpose_pairs(const Graph& g) {
-  std::set<std::string> outputs;
-  for (const auto& v : g.outputs) outputs.insert(v.name);
-  return find_pair(g, outputs).outer >= 0;
+// Values a caller or a subgraph names: graph outputs and what If/Loop/Scan bodies read from the
+// outer scope (runtime/subgraph.h). Their producers stay.
+std::set<std::string> kept_values(const Graph& g) {
+  std::set<std::string> kept;
+  for (const auto& v : g.outputs) kept.insert(v.name);
+  for (const Node& n : g.nodes)
+    if (node_has_subgraph(n))
+      for (const auto& v : implicit_inputs(n)) kept.insert(v);
+  return kept;
 }
 
+bool has_transpose_pairs(const Graph& g) { return find_pair(g, kept_values(g)).outer >= 0; }
+
 size_t fold_transpose_pairs(Graph& g) {
-  std::set<std::string> outputs;
-  for (const auto& v : g.outputs) outputs.insert(v.name);
+  const std::set<std::string> outputs = kept_values(g);
   size_t removed = 0;
   for (Pair pr = find_pair(g, outputs); pr.outer >= 0; pr = find_pair(g, outputs)) {
     const Node inner = g.nodes[static_cast<size_t>(pr.inner)];

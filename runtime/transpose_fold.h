@@ -8,7 +8,8 @@
 // (output axis i of the outer Transpose is its input's axis q[i], which is x's axis p[q[i]]).
 // When r is the identity, the readers of the outer output read x instead and the outer node
 // goes; otherwise the outer node transposes x by r directly. The inner node goes when nothing
-// else reads its output. Graph outputs keep their producers (a caller names them), and a
+// else reads its output. Graph outputs and values that an If/Loop/Scan body reads from the outer
+// scope keep their producers (a caller or a subgraph names them), and a
 // Transpose without a `perm` attribute (the reversal) or with a perm of another rank is left.
 #pragma once
 

@@ -3,6 +3,7 @@
 // a graph with such pairs to the same numbers.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <random>
 
 #include "node_builder.h"
@@ -102,3 +103,28 @@ TEST_CASE("the Executor folds the pairs of the graph it runs: same numbers, no T
   CHECK(equal(y, relu));
   CHECK(g.nodes.size() == 3);  // the caller's graph is not changed
 }
+
+TEST_CASE("fold_transpose_pairs: a value an If branch reads from the outer scope keeps its producer") {
+  // x -> to_nhwc -> to_nchw -> relu -> y as above, plus If(cond) whose branches return `nchw`
+  // (read from the outer scope, not as a node input): to_nchw must stay.
+  Graph g = nhwc_round_trip(false);
+  g.inputs.push_back(ValueInfo{"cond", DType::Bool, std::vector<Dim>{}});
+  auto branch = std::make_shared<Graph>();
+  branch->name = "branch";
+  branch->opsets[""] = 13;
+  branch->nodes.push_back(make_node("pass", "Identity", {"nchw"}, "b_out"));
+  branch->outputs.push_back(ValueInfo{"b_out", DType::F32, {}});
+  Attribute a;
+  a.kind = Attribute::Kind::Graph;
+  a.g = branch;
+  Node n = make_node("if", "If", {"cond"}, "z", {{"then_branch", a}, {"else_branch", a}});
+  g.nodes.push_back(n);
+  g.outputs.push_back(ValueInfo{"z", DType::F32, {}});
+  CHECK_FALSE(has_transpose_pairs(g));
+  CHECK(fold_transpose_pairs(g) == 0);
+  const Tensor x = random4({2, 3, 4, 5});
+  const std::vector<Tensor> out =
+      Executor(g, ExecutorOptions{}).run({{"x", x}, {"cond", Tensor::scalar<bool>(true)}});
+  CHECK(equal(out[1], x));
+}
+

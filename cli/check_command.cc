@@ -165,9 +165,18 @@ std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> g
       for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1.0f;
       r[e.name] = cast_tensor(ones, e.dtype);
       how[e.name] = "all ones: a mask by its name";
+    } else if (why.empty() && is_floating(e.dtype) && !name_has_mask(e.name)) {
+      // Another float input (a Keras functional model's second input): N(0, 1) like the data
+      // input. A float *mask* has no safe default (additive 0/-inf or multiplicative 0/1).
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      Tensor v(DType::F32, s);
+      for (int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = normal(rng);
+      r[e.name] = cast_tensor(v, e.dtype);
+      how[e.name] = "random N(0,1), like the data input";
     } else {
       if (why.empty())
-        why = "no default: not integer ids a Gather bounds, not a bool/integer input named *mask*";
+        why = "no default: not integer ids a Gather bounds, not a bool/integer input named "
+              "*mask*, not a float input other than a mask";
       std::string shape = "[N";
       for (int64_t v : e.sample_shape) shape += v < 0 ? std::string(", ?") : cat(", ", v);
       throw Error(cat("the model's input '", e.name, "' (", dtype_name(e.dtype), " ",

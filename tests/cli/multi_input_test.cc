@@ -216,8 +216,8 @@ TEST_SUITE("cli multi-input") {
     CHECK(has(c.out, " 0 failing"));
   }
 
-  TEST_CASE("check: an input no default covers asks for --input") {
-    // x float [N, 4] -> MatMul W; plus `scale` float [N, 4] multiplied in: no default for it.
+  TEST_CASE("check: a float input gets N(0,1); a float mask has no default and asks for --input") {
+    // x float [N, 4] -> MatMul W; plus `scale` float [N, 4] multiplied in: random like x.
     TempDir d;
     ModelBuilder b(13);
     b.input("x", kFloat, {std::string("N"), int64_t{4}});
@@ -227,8 +227,23 @@ TEST_SUITE("cli multi-input") {
     b.node("MatMul", {"xs", "W"}, {"logits"});
     b.output("logits", kFloat, {std::string("N"), int64_t{3}});
     const std::string model = b.save(d.path / "two.onnx");
-    expect_error(run_cli({"check", model, "--device", "cpu"}, d),
-                 {"input 'scale' (float32 [N, 4]) has no default", "--input scale=FILE.npy"});
+    const CliResult def = run_cli({"check", model, "--device", "cpu"}, d);
+    INFO(def.out, def.err);
+    CHECK(def.status == 0);
+    CHECK(has(def.out, "input 'scale' float32 [4, 4] (random N(0,1), like the data input)"));
+    {
+      // The same model with the input named as a float mask: no default.
+      ModelBuilder m(13);
+      m.input("x", kFloat, {std::string("N"), int64_t{4}});
+      m.input("float_mask", kFloat, {std::string("N"), int64_t{4}});
+      m.init_f32("W", {4, 3}, std::vector<float>(12, 0.1f));
+      m.node("Mul", {"x", "float_mask"}, {"xs"});
+      m.node("MatMul", {"xs", "W"}, {"logits"});
+      m.output("logits", kFloat, {std::string("N"), int64_t{3}});
+      expect_error(run_cli({"check", m.save(d.path / "masked.onnx"), "--device", "cpu"}, d),
+                   {"input 'float_mask' (float32 [N, 4]) has no default",
+                    "--input float_mask=FILE.npy"});
+    }
     Tensor s(DType::F32, {4, 4});
     for (int64_t i = 0; i < s.numel(); ++i) s.data<float>()[i] = 0.5f;
     onnx_loader::write_npy(s, d / "scale.npy");

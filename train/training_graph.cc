@@ -453,11 +453,12 @@ namespace {
 // TrainingGraph::notes: what a user should know about how the export was read.
 void model_notes(const Graph& model, const std::vector<std::string>& untied, TrainingGraph& tg) {
   std::set<std::string> outputs;  // Identity aliases are node outputs of the model; reads are not
-  bool conv = false, batch_norm = false;
+  bool conv = false, norm = false;  // norm: a normalisation op (BatchNorm was not the design)
   for (const Node& n : model.nodes) {
     outputs.insert(n.outputs.begin(), n.outputs.end());
     conv |= n.op_type == "Conv";
-    batch_norm |= n.op_type == "BatchNormalization";
+    norm |= n.op_type == "BatchNormalization" || n.op_type == "LayerNormalization" ||
+            n.op_type == "InstanceNormalization" || n.op_type == "GroupNormalization";
   }
   size_t aliases = 0, reads = 0;
   for (const auto& u : untied) (outputs.count(u) ? aliases : reads) += 1;
@@ -467,7 +468,8 @@ void model_notes(const Graph& model, const std::vector<std::string>& untied, Tra
                            "parameters with equal values)"));
   if (reads)
     tg.notes.push_back(cat("untied ", reads, " read", reads == 1 ? "" : "s",
-                           " of merged initializers (equal-valued tensors ", model.producer.empty() ? "the exporter" : model.producer,
+                           " of merged initializers (equal-valued tensors ",
+                           model.producer.empty() ? "the exporter" : model.producer,
                            " wrote once, or BatchNorm running statistics read elsewhere) into "
                            "initializers of their own"));
   if (!tg.constants.empty())
@@ -475,7 +477,7 @@ void model_notes(const Graph& model, const std::vector<std::string>& untied, Tra
                            tg.constants.size() == 1 ? "" : "s", " constant (", model.producer,
                            " writes constants such as '", tg.constants.front(),
                            "' as initializers; Keras variables are named .../ReadVariableOp:0)"));
-  if (conv && !batch_norm && (model.producer == "pytorch" || model.producer == "tf2onnx"))
+  if (conv && !norm && (model.producer == "pytorch" || model.producer == "tf2onnx"))
     tg.notes.push_back(
         "note: the model has Conv but no BatchNormalization. Exporters fold BatchNorm into the "
         "Conv before it for inference (tf2onnx always, torch.onnx in eval mode), which leaves a "

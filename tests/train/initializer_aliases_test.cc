@@ -353,13 +353,22 @@ TEST_CASE("tf2onnx's one-element initializers are constants; Keras variables and
 }
 
 TEST_CASE("a Conv model without BatchNormalization from torch or tf2onnx gets the folded-BatchNorm note") {
-  auto model = [](const std::string& producer) {
+  auto model = [](const std::string& producer, bool layer_norm = false) {
     GraphBuild b;
-    b.g.opsets[""] = 13;
+    b.g.opsets[""] = 17;
     b.g.producer = producer;
     b.input("x", DType::F32, {2, 1, 4, 4});
     b.init("K", random_tensor({2, 1, 3, 3}, 1)).init("W", random_tensor({2, 3}, 2));
-    b.node("Conv", {"x", "K"}, {"c"}, "conv");
+    b.node("Conv", {"x", "K"}, {"c0"}, "conv");
+    if (layer_norm) {
+      Tensor ones(DType::F32, {4});
+      for (int64_t i = 0; i < 4; ++i) ones.data<float>()[i] = 1.0f;
+      b.init("ln_scale", ones);
+      Node& ln = b.node("LayerNormalization", {"c0", "ln_scale"}, {"c"}, "ln");
+      ln.opset = 17;
+    } else {
+      b.node("Identity", {"c0"}, {"c"}, "pass");
+    }
     b.node("GlobalAveragePool", {"c"}, {"g"}, "gap");
     b.node("Flatten", {"g"}, {"f"}, "flatten");
     b.node("MatMul", {"f", "W"}, {"logits"}, "head");
@@ -367,8 +376,8 @@ TEST_CASE("a Conv model without BatchNormalization from torch or tf2onnx gets th
     b.g.outputs.back().shape = std::vector<Dim>{Dim{2, ""}, Dim{3, ""}};
     return b.g;
   };
-  auto noted = [&](const std::string& producer) {
-    const auto notes = train::build_training_graph(model(producer), {}).notes;
+  auto noted = [&](const std::string& producer, bool layer_norm = false) {
+    const auto notes = train::build_training_graph(model(producer, layer_norm), {}).notes;
     return std::any_of(notes.begin(), notes.end(), [](const std::string& s) {
       return s.find("Conv but no BatchNormalization") != std::string::npos &&
              s.find("TrainingMode.PRESERVE") != std::string::npos;
@@ -377,4 +386,5 @@ TEST_CASE("a Conv model without BatchNormalization from torch or tf2onnx gets th
   CHECK(noted("pytorch"));
   CHECK(noted("tf2onnx"));
   CHECK_FALSE(noted("onnx-amp-train"));
+  CHECK_FALSE(noted("pytorch", true));  // a LayerNorm design (ConvNeXt) never had BatchNorm
 }

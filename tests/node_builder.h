@@ -25,4 +25,14 @@ inline oat::Node make_node(const std::string& name, const std::string& op,
   return n;
 }
 
+// The same with several outputs (Loop, Split, ...).
+inline oat::Node make_node_outputs(const std::string& name, const std::string& op,
+                                   std::vector<std::string> in, std::vector<std::string> out,
+                                   std::map<std::string, oat::Attribute> attrs = {},
+                                   int64_t opset = 13) {
+  oat::Node n = make_node(name, op, std::move(in), "", std::move(attrs), opset);
+  n.outputs = std::move(out);
+  return n;
+}
+
 }  // namespace oat_test

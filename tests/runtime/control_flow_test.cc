@@ -41,9 +41,7 @@ Attribute graph_attr(std::shared_ptr<Graph> g) {
 
 Node multi(const std::string& name, const std::string& op, std::vector<std::string> in,
            std::vector<std::string> out, std::map<std::string, Attribute> attrs = {}) {
-  Node n = make_node(name, op, std::move(in), "", std::move(attrs));
-  n.outputs = std::move(out);
-  return n;
+  return oat_test::make_node_outputs(name, op, std::move(in), std::move(out), std::move(attrs));
 }
 
 Tensor vec(std::vector<float> v) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "fp16_fit.h"
+#include "node_builder.h"
 #include "runtime/executor.h"
 #include "train/training_graph.h"
 
@@ -20,14 +21,7 @@ constexpr int64_t kIn = 4, kClasses = 3;
 
 Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
           std::vector<std::string> out) {
-  Node n;
-  n.name = name;
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
+  return oat_test::make_node_outputs(name, op, std::move(in), std::move(out));
 }
 
 ValueInfo info(const std::string& name, DType dtype, std::vector<Dim> dims) {

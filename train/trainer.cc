@@ -225,8 +225,12 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
   std::vector<int64_t> order = epoch_order(data.size(), 0, 0, false);
   BatchPrefetcher pf(data, fitted, order, batch, false);
   Batch b;
+  // A low-precision inference model (convert's FP16/BF16 output without --keep-io-types) takes
+  // its input in that type: the F32 batch is rounded to it, as ONNX Runtime's user would.
+  const DType input_type = data_input_of(model).dtype;
+  const bool cast_input = is_floating(input_type) && input_type != DType::F32;
   while (pf.next(b)) {
-    feeds[input] = b.inputs;
+    feeds[input] = cast_input ? cast_tensor(b.inputs, input_type) : b.inputs;
     for (const auto& [name, t] : b.extra) feeds[name] = t;
     std::vector<Tensor> out = exec.run(feeds);
     if (loss == LossKind::Model) {

@@ -627,6 +627,14 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       tg.grads[p] = bw.grads.at(p);
     }
   if (tg.params.empty()) throw Error("no trainable parameters reach the loss (all frozen?)");
+  for (const auto& p : tg.params) {
+    const DType t = g.initializers.at(p).dtype();
+    if (t == DType::F16 || t == DType::BF16)
+      throw Error(cat("parameter '", p, "' is ", dtype_name(t),
+                      ": this is a low-precision inference model (as `convert` writes); train the "
+                      "float32 model, with --precision fp16 or bf16 for mixed precision (FP32 "
+                      "master weights)"));
+  }
   model_notes(model, untied, tg);
 
   e.input(tg.lr, DType::F32, std::vector<Dim>{});

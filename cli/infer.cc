@@ -60,7 +60,18 @@ int run_infer(const InferOptions& o) {
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   Executor exec(model.graph, exec_options);
-  const std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
+  std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
+  // A float file for an input of another float type (float32 data for a converted float16
+  // model) is rounded to the declared type, with a note; ONNX Runtime would ask the caller to.
+  for (const auto& v : model.graph.inputs) {
+    auto it = feeds.find(v.name);
+    if (it == feeds.end() || !is_floating(v.dtype) || !is_floating(it->second.dtype()) ||
+        v.dtype == it->second.dtype())
+      continue;
+    std::cerr << "note: input '" << v.name << "' given as " << dtype_name(it->second.dtype())
+              << ", rounded to the model's " << dtype_name(v.dtype) << "\n";
+    it->second = cast_tensor(it->second, v.dtype);
+  }
   exec.validate_feeds(feeds);
 
   std::vector<Tensor> outputs;

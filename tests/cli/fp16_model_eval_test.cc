@@ -1,6 +1,7 @@
 // A low-precision inference model (what `convert` writes, float16 inputs and weights): `eval`
-// rounds the float32 batches to its input type and scores it next to the float32 model; `train`
-// and `check` refuse it naming a float16 parameter and saying what to train instead.
+// rounds the float32 batches to its input type and scores it next to the float32 model, `infer`
+// rounds a float32 file with a note; `train` and `check` refuse it naming a float16 parameter
+// and saying what to train instead.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -48,6 +49,13 @@ TEST_CASE("eval scores a converted float16 model; train and check refuse it") {
   const double la = value_after(a.out, "loss "), lb = value_after(b.out, "loss ");
   CHECK(la > 1.0);
   CHECK(std::fabs(la - lb) < 1e-2 * la);
+
+  // infer takes the float32 file too, rounding it with a note.
+  const std::string one = dir / "x1.npy";
+  onnx_loader::write_npy(uniform_tensor({2, 1, 28, 28}, 2, 0.0f, 1.0f), one);
+  r = run_cli({"infer", fp16, "-i", "input=" + one, "-o", dir / "out16"}, dir);
+  CHECK(r.status == 0);
+  CHECK(has(r.err, "note: input 'input' given as float32, rounded to the model's float16"));
 
   for (const char* cmd : {"train", "check"}) {
     CAPTURE(cmd);

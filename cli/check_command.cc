@@ -393,15 +393,6 @@ int run_check(const CheckCommandOptions& o) {
   if (!axis_line.empty())
     std::cout << "cross-entropy over " << axis_line << ", labels " << shape_str(target.shape())
               << "\n";
-  if (!model.graph.outputs.empty() &&
-      (c.loss == train::LossKind::CrossEntropy || c.loss == train::LossKind::BCEWithLogits)) {
-    const ValueInfo& out = loss_output(model.graph, o.labels);
-    const train::ClassAxis ca = c.loss == train::LossKind::CrossEntropy
-                                    ? train::resolve_class_axis(out, c.labels)
-                                    : train::ClassAxis{};
-    const std::string z = train::logits_behind(model.graph, out.name, c.loss, ca);
-    if (!z.empty()) std::cout << train::probability_note(out.name, z, c.loss) << "\n";
-  }
   std::cout << std::flush;
   train::CheckReport r = train::run_check(model.graph, input, target, c);
   r.mode = train::check_mode_line(c, why_cpu);

@@ -222,7 +222,8 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   go.low_nodes = o.low_nodes;
   go.out_of_range_fp32 = o.out_of_range_fp32;
   const TrainingGraph mix = build_training_graph(model, go);
-  rep.notes = mix.notes;
+  if (!mix.scores_why.empty()) rep.notes.push_back(mix.scores_why);
+  rep.notes.insert(rep.notes.end(), mix.notes.begin(), mix.notes.end());
 
   // The checked path first: with a dynamic S, halve it while its parameter gradients overflow.
   const bool dynamic = o.loss_scale <= 0.0;

@@ -101,7 +101,8 @@ struct NodeCheck {
 
 struct CheckReport {
   std::string mode;  // "CPU mixed fp16 vs CPU FP32 reference (no CUDA device: ...)" etc.
-  std::vector<std::string> notes;  // how the model was read (TrainingGraph::notes), printed first
+  // How the model was read (TrainingGraph::scores_why, then TrainingGraph::notes), printed first.
+  std::vector<std::string> notes;
   DType precision = DType::F32;
   Device device = Device::CPU;
   double loss_scale = 1.0;

@@ -113,8 +113,8 @@ namespace {
 //   logsumexp(scores) − scores[label]   to loss_sum,  [argmax(scores) == label]  to correct,
 // and 1 to `positions`. The other losses add each sample's mean and 1 per sample.
 // Probabilities (layout.output_is_probability: a final Softmax / Sigmoid) add −log p[label],
-// resp. −(t·log p + (1 − t)·log(1 − p)), each log clamped at −100 as PyTorch's BCELoss does.
-// log p, at least −100 (PyTorch's BCELoss clamp), so p = 0 scores 100 instead of Inf.
+// resp. −(t·log p + (1 − t)·log(1 − p)), each log clamped at −100 as PyTorch's BCELoss does
+// (p = 0 scores 100 instead of Inf).
 double clamped_log(double p) { return p > 0 ? std::max(std::log(p), -100.0) : -100.0; }
 
 void score_batch(const Tensor& out, const Tensor& target, LossKind loss, const BatchLayout& layout,
@@ -237,8 +237,8 @@ EvalResult evaluate_model(const Graph& model, const std::map<std::string, Tensor
       loss_sum += out.at(layout.output_index).item_as_double() * b.inputs.dim(0);
       positions += b.inputs.dim(0);
     } else {
-      score_batch(cast_tensor(out.at(layout.output_index), DType::F32), b.targets, loss, layout, loss_sum, correct,
-                  positions);
+      score_batch(cast_tensor(out.at(layout.output_index), DType::F32), b.targets, loss, layout,
+                  loss_sum, correct, positions);
     }
     r.samples += b.inputs.dim(0);
   }

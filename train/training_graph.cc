@@ -413,12 +413,17 @@ void refresh_working_copies(const TrainingGraph& tg, std::map<std::string, Tenso
   }
 }
 
+namespace {
+
+// The line a run prints when the loss reads z = logits_behind(...) instead of `output`.
 std::string probability_note(const std::string& output, const std::string& z, LossKind loss) {
   const bool ce = loss == LossKind::CrossEntropy;
   return cat("output '", output, "' is ", ce ? "Softmax" : "Sigmoid", "('", z, "'): the loss reads '",
              z, "' as logits (the probabilities' ", ce ? "" : "binary ",
              "cross-entropy, computed stably)");
 }
+
+}  // namespace
 
 std::string logits_behind(const Graph& model, const std::string& output, LossKind loss,
                           const ClassAxis& class_axis) {
@@ -515,6 +520,13 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   }
   tg.output = out->name;
   tg.scores = tg.output;
+  // Cross-entropy / BCE on a final Softmax / Sigmoid read the logits behind it (logits_behind).
+  auto read_logits_behind_output = [&] {
+    const std::string z = logits_behind(model, tg.output, options.loss, tg.class_axis);
+    if (z.empty()) return;
+    tg.scores = z;
+    tg.scores_why = probability_note(tg.output, z, options.loss);
+  };
   std::set<std::string> fixed_stats;  // --freeze-batchnorm: running statistics kept as they are
   to_training_mode(g, tg, options.freeze_batch_norm, fixed_stats);
 
@@ -535,9 +547,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       for (int64_t d = 1; d < rank; ++d)
         if (d != a) label_dims.push_back(out->shape ? (*out->shape)[static_cast<size_t>(d)] : Dim{});
       e.input(tg.target, DType::I64, label_dims);
-      tg.scores = logits_behind(model, tg.output, options.loss, tg.class_axis);
-      if (tg.scores.empty()) tg.scores = tg.output;
-      else tg.scores_why = probability_note(tg.output, tg.scores, options.loss);
+      read_logits_behind_output();
       std::string scores = tg.scores;
       if (a != 1) {
         std::vector<int64_t> perm = {0, a};
@@ -568,9 +578,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       // mean(max(x, 0) − x·t + log(1 + e^(−|x|))), the stable form PyTorch uses.
       tg.target = "targets";
       e.input(tg.target, out->dtype, out->shape);
-      tg.scores = logits_behind(model, tg.output, options.loss, tg.class_axis);
-      if (tg.scores.empty()) tg.scores = tg.output;
-      else tg.scores_why = probability_note(tg.output, tg.scores, options.loss);
+      read_logits_behind_output();
       const std::string& x = tg.scores;
       std::string relu = e.node("Relu", "loss.relu", {x}, {"loss.relu"});
       std::string xt = e.node("Mul", "loss.xt", {x, tg.target}, {"loss.xt"});

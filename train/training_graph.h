@@ -75,8 +75,6 @@ ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& options);
 // when the output is not such a layer (LogSoftmax needs nothing: log_softmax is idempotent).
 std::string logits_behind(const Graph& model, const std::string& output, LossKind loss,
                           const ClassAxis& class_axis);
-// The line a run prints when the loss reads z = logits_behind(...) instead of `output`.
-std::string probability_note(const std::string& output, const std::string& z, LossKind loss);
 
 // The model's data input: its first float input, else its first integer input (token ids that
 // an embedding Gathers). Throws Error when it has neither.

@@ -122,6 +122,18 @@ std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> g
   const int64_t n = input.dim(0);
   std::map<std::string, Tensor> r;
   for (auto& [name, t] : given) {
+    const train::ExtraInput* scalar = nullptr;
+    for (const train::ExtraInput& e : layout.extra_inputs)
+      if (e.name == name && e.scalar) scalar = &e;
+    if (scalar) {  // one value for the whole batch (train/data/batches.h ExtraInput::scalar)
+      train::BatchLayout one;
+      one.extra_inputs.push_back(*scalar);
+      train::check_extra_inputs({{name, t}}, 1, one, "check", "--input");
+      const Tensor v = t.reshaped({});
+      r[name] = v.dtype() == scalar->dtype ? v : cast_tensor(v, scalar->dtype);
+      how[name] = "--input";
+      continue;
+    }
     if (t.rank() < 1 || t.dim(0) < n)
       throw Error(cat("--input ", name, "=...: ", t.rank() < 1 ? 0 : t.dim(0),
                       " samples, the batch needs ", n, " (", shape_str(t.shape()), ")"));
@@ -148,7 +160,7 @@ std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> g
     const bool integer = is_integer(e.dtype);
     std::string why;
     if (!e.shape_known) why = "its shape is not declared";
-    Shape s = {n};
+    Shape s = e.scalar ? Shape{} : Shape{n};
     for (size_t d = 0; why.empty() && d < e.sample_shape.size(); ++d) {
       int64_t v = e.sample_shape[d];
       if (v < 0) {
@@ -357,6 +369,7 @@ int run_check(const CheckCommandOptions& o) {
     throw Error(cat("--json ", o.json, ": is a folder"));
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
+  onnx_loader::require_supported_inputs(model);
   c.output = loss_output(model.graph, o.labels).name;
   auto fired = std::make_shared<bool>(false);
   if (!o.inject_error.empty()) {

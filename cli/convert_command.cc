@@ -60,6 +60,9 @@ ConvertCommand::ConvertCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->add_option("--max-pins", o_.max_pins, "--auto gives up after pinning this many nodes")
       ->check(CLI::PositiveNumber);
+  c->add_flag("--no-verify", o_.no_verify,
+              "Write the model even when the float32 model fails on the sample inputs (an "
+              "invalid attribute, an index out of range): without it that is an error");
   c->add_flag("--plan", o_.print_plan, "Print the precision plan (node, op, precision, reason)");
   c->add_flag("--external-data", o_.external_data,
               "Store initializers in OUT.data beside the model (automatic when the input has "
@@ -229,12 +232,19 @@ int run_convert(const ConvertOptions& o) {
   for (const auto& p : c.schema_pins)
     std::cout << "kept in float32 for ONNX's schema: " << p << "\n";
 
-  // Deviation before writing: a model our runtime cannot run is still written (ONNX Runtime may
-  // run it), with a warning instead of numbers.
+  // Deviation before writing: a model with an op our runtime lacks is still written (ONNX Runtime
+  // may run it), with a warning instead of numbers; one whose float32 run fails is not.
   std::vector<convert::OutputDeviation> devs;
   std::string not_measured;
   try {
     devs = convert::compare_outputs(g, c.graph, feeds);
+  } catch (const convert::ReferenceRunFailed& e) {
+    // The input model is broken, or the random sample inputs do not fit it: nothing is written
+    // unless asked (ONNX Runtime would fail on it too).
+    if (!o.no_verify)
+      throw Error(cat(o.model, ": ", e.what(), "; nothing written (--calib gives real inputs, "
+                      "--no-verify writes the converted model anyway)"));
+    not_measured = e.what();
   } catch (const std::exception& e) {
     not_measured = e.what();
   }

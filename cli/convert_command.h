@@ -37,6 +37,7 @@ struct ConvertOptions {
   bool print_plan = false;
   bool external_data = false;
   int threads = 0;
+  bool no_verify = false;  // write even when the float32 model fails on the sample inputs
 };
 
 class ConvertCommand {

@@ -59,6 +59,7 @@ int run_infer(const InferOptions& o) {
   if (exec_options.device == Device::CUDA) cuda::require_device();  // before loading the model
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
+  onnx_loader::require_supported_inputs(model);
   Executor exec(model.graph, exec_options);
   std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
   // A float file for an input of another float type (float32 data for a converted float16

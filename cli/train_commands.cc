@@ -321,6 +321,7 @@ int run_train(const TrainOptions& o) {
   if (fs::exists(out, ec) && fs::equivalent(out, o.model, ec))
     throw Error(cat("-o ", out, " is the input model; the trained model is never written over it"));
   onnx_loader::Model model = onnx_loader::load_model(o.model);
+  onnx_loader::require_supported_inputs(model);
   LoadedData data = load_data(o.data, true);
 
   train::TrainerConfig cfg;
@@ -379,6 +380,7 @@ int run_eval(const EvalOptions& o) {
   const Device device = o.device == "cuda" ? Device::CUDA : Device::CPU;
   if (device == Device::CUDA) cuda::require_device();
   onnx_loader::Model model = onnx_loader::load_model(o.model);
+  onnx_loader::require_supported_inputs(model);
   LoadedData data = load_data(o.data, false);
   const train::Dataset& d = data.has_val ? data.val : data.train;
   if (!d.inputs.defined()) throw Error("no data: give --data or --val-x/--val-y");

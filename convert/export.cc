@@ -293,8 +293,15 @@ OutputDeviation deviation(const std::string& name, const Tensor& got, const Tens
 
 std::vector<OutputDeviation> compare_outputs(const Graph& fp32, const Graph& converted,
                                              const std::map<std::string, Tensor>& feeds) {
-  Executor ref_exec(fp32);
-  const std::vector<Tensor> ref = ref_exec.run(feeds);
+  std::vector<Tensor> ref;
+  try {
+    Executor ref_exec(fp32);
+    ref = ref_exec.run(feeds);
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const Error& e) {
+    throw ReferenceRunFailed(cat("the float32 model fails on these inputs: ", e.what()));
+  }
   Executor low_exec(converted);
   const std::vector<Tensor> got = low_exec.run(adapt_feeds(converted, feeds));
   if (ref.size() != got.size())

@@ -74,8 +74,16 @@ struct OutputDeviation {
 // Deviation of `got` from `ref`; throws Error naming the value on a shape mismatch.
 OutputDeviation deviation(const std::string& name, const Tensor& got, const Tensor& ref);
 
+// The float32 model itself fails on the inputs (not an op this build lacks: Unsupported stays
+// Unsupported): a group of 0, an axis out of range, an index outside its table.
+class ReferenceRunFailed : public Error {
+ public:
+  using Error::Error;
+};
+
 // Runs both graphs (our CPU executor) on `feeds` (given for the FP32 graph; adapted for the
-// converted one) and compares every graph output, in `fp32`'s output order.
+// converted one) and compares every graph output, in `fp32`'s output order. Throws
+// ReferenceRunFailed when the FP32 graph fails with an Error that is not Unsupported.
 std::vector<OutputDeviation> compare_outputs(const Graph& fp32, const Graph& converted,
                                              const std::map<std::string, Tensor>& feeds);
 

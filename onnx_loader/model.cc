@@ -267,6 +267,24 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
   } catch (const std::bad_alloc&) {
     throw Error(cat(name, ": out of memory while loading the initializers"));
   }
+  for (const auto& in : p.graph().input()) {
+    if (!in.has_type()) continue;
+    const auto& type = in.type();
+    std::string what;
+    if (!type.has_tensor_type())
+      what = type.has_sequence_type() ? "a sequence" : type.has_optional_type() ? "an optional"
+                                                     : type.has_map_type()      ? "a map"
+                                                                                : "not a tensor";
+    else if (type.tensor_type().elem_type() != 0 && in.name().size() &&
+             !m.graph.initializers.count(in.name())) {
+      try {
+        dtype_from_onnx(type.tensor_type().elem_type(), in.name());
+      } catch (const Error&) {
+        what = onnx_type_name(type.tensor_type().elem_type());
+      }
+    }
+    if (!what.empty()) m.unsupported_inputs[in.name()] = what;
+  }
   // ONNX IR: a graph declares at least one output. Without one there is nothing to infer, train
   // or evaluate (train, eval and check would have no loss to attach).
   if (m.graph.outputs.empty())
@@ -360,6 +378,15 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
     throw Error(
         cat(name, ": not an ONNX model (protobuf parse failed; truncated or another format)"));
   return convert(std::move(handle), name, base_dir, options);
+}
+
+void require_supported_inputs(const Model& model) {
+  if (model.unsupported_inputs.empty()) return;
+  const auto& [name, type] = *model.unsupported_inputs.begin();
+  throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '", name,
+                        "' is of type ", type, ", which onnx-amp-train does not support (tensors of "
+                        "float32, float16, bfloat16, float64, int64, int32, int8, uint8 or bool)"),
+                    cat("input type ", type));
 }
 
 Model load_model(const std::string& path, const LoadOptions& options) {

@@ -24,6 +24,10 @@ struct Model {
   std::map<std::string, std::string> metadata;
   // Diagnostics from loading (shape inference skipped or partial, opset newer than libonnx knows).
   std::vector<std::string> warnings;
+  // Graph inputs whose declared element type no kernel takes (STRING, UINT16, COMPLEX64, ...) or
+  // that are not tensors (sequences, optionals, maps): input name -> the ONNX type's name. Their
+  // ValueInfo::dtype is Undefined; require_supported_inputs() refuses them before a run.
+  std::map<std::string, std::string> unsupported_inputs;
   // The original ModelProto, kept so export preserves everything we do not model.
   std::shared_ptr<ModelProtoHandle> proto;
 };
@@ -37,6 +41,10 @@ struct LoadOptions {
   // unloaded and their Tensor is undefined.
   bool load_external_data = true;
 };
+
+// Throws Unsupported naming the first graph input in model.unsupported_inputs (a run would
+// otherwise take any file for it: a STRING input fed float data).
+void require_supported_inputs(const Model& model);
 
 // Reads and converts a model file. Throws Error naming the file and what was wrong: not found,
 // not an ONNX model (parse failure, no graph, IR >= 3 without opset_import: a truncated file),

@@ -104,7 +104,8 @@ namespace {
 // RNN/GRU/LSTM) expanded, and its control-flow nodes given the outer values their subgraphs read
 // as implicit inputs (runtime/subgraph.h), so that liveness keeps those values until the node has
 // run and the kernel receives them.
-std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
+std::unique_ptr<const Graph> lowered_copy(const Graph& graph,
+                                         std::map<std::string, CompositeOrigin>& parts) {
   const bool composites = has_composites(graph);
   const bool transposes = has_transpose_pairs(graph);
   bool outer_reads = false;
@@ -114,7 +115,7 @@ std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
   if (!composites && !transposes && !outer_reads) return nullptr;
   auto g = std::make_unique<Graph>(graph);
   if (transposes) fold_transpose_pairs(*g);
-  if (composites) lower_composites(*g);
+  if (composites) lower_composites(*g, &parts);
   if (outer_reads) add_implicit_inputs(*g);
   return g;
 }
@@ -122,7 +123,7 @@ std::unique_ptr<const Graph> lowered_copy(const Graph& graph) {
 }  // namespace
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : lowered_(lowered_copy(graph)),
+    : lowered_(lowered_copy(graph, composite_parts_)),
       graph_(lowered_ ? *lowered_ : graph),
       options_(options),
       registry_(options.registry ? options.registry : &default_registry()),
@@ -321,18 +322,26 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       kernel = cache.back().second.get();
     }
     KernelContext ctx(node, in, &outs, where, where == Device::CPU ? nullptr : dc);
+    // A node of a composite's expansion is named through the composite, the node the model has:
+    // "node 'scat' (ScatterND), in its expansion: node 'scat/rows' (GatherGrad, ...): ...".
+    auto in_composite = [&](const std::string& msg) {
+      auto it = composite_parts_.find(node.name);
+      if (it == composite_parts_.end()) return msg;
+      return cat("node '", it->second.name, "' (", it->second.op_type, "), in its expansion: ", msg);
+    };
     try {
       kernel->compute(ctx);
-    } catch (const Unsupported&) {
-      throw;
+    } catch (const Unsupported& e) {
+      if (!composite_parts_.count(node.name)) throw;
+      throw Unsupported(in_composite(e.what()), e.key());
     } catch (const Error& e) {
       // Errors raised below the kernel (an allocation of a huge output: "out of memory
       // allocating N bytes") do not know the node; name it.
       const std::string what = e.what();
-      if (what.rfind("node '", 0) == 0) throw;
-      throw Error(cat(node.describe(), ": ", what));
+      if (what.rfind("node '", 0) == 0 && !composite_parts_.count(node.name)) throw;
+      throw Error(in_composite(what.rfind("node '", 0) == 0 ? what : cat(node.describe(), ": ", what)));
     } catch (const std::exception& e) {
-      throw Error(cat(node.describe(), ": ", e.what()));
+      throw Error(in_composite(cat(node.describe(), ": ", e.what())));
     }
     for (size_t o = 0; o < s.out.size(); ++o) {
       if (s.out[o] < 0) continue;

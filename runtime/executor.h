@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/composite.h"
 #include "runtime/graph.h"
 #include "runtime/registry.h"
 
@@ -73,6 +74,9 @@ class Executor {
   std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& feeds,
                                          const std::vector<std::string>& fetch, bool to_host);
 
+  // Expansion node name -> its composite (Einsum, LSTM, ScatterND, ...), for errors: a failing
+  // expansion node is reported as its composite, the node the user's model has.
+  std::map<std::string, CompositeOrigin> composite_parts_;
   std::unique_ptr<const Graph> lowered_;  // the graph with its composite ops expanded, when it has any
   const Graph& graph_;                    // what runs: *lowered_ or the caller's graph
   ExecutorOptions options_;

@@ -65,6 +65,7 @@ BatchLayout layout_for(const Graph& model, LossKind loss, const std::string& out
     e.dtype = v.dtype;
     if (v.shape) {
       e.shape_known = true;
+      e.scalar = v.shape->empty();
       for (size_t d = 1; d < v.shape->size(); ++d)
         e.sample_shape.push_back((*v.shape)[d].fixed() ? (*v.shape)[d].value : -1);
     }

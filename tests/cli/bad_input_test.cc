@@ -2,6 +2,8 @@
 // on stderr that names what was wrong, and leaves no output file behind.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "cli/cli_runner.h"
 #include "onnx_loader/tensor_io.h"
 
@@ -346,4 +348,66 @@ TEST_CASE("training inputs or targets of rank 0 are named as such") {
   expect_one_error(run_cli({"eval", model, "--val-x", x, "--val-y", scalar}, dir),
                    {"evaluation data", "targets are a single value (shape [])"});
   CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
+}
+
+TEST_CASE("an index out of range in a composite op names the model's node, not its expansion") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("d", kFloat, {4, 3});
+  mb.input("i", kInt64, {2, 1});
+  mb.input("u", kFloat, {2, 3});
+  mb.output("y", kFloat, {4, 3});
+  mb.node("ScatterND", {"d", "i", "u"}, {"y"}, "scatter");
+  const std::string model = mb.save(dir.path / "scatter.onnx");
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {4, 3}), dir / "d.npy");
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({2, 1}, {1, 7}), dir / "i.npy");
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2, 3}), dir / "u.npy");
+  // Before: the error began with the expansion's internal GatherGrad node.
+  const CliResult r = run_cli({"infer", model, "-i", "d=" + dir / "d.npy", "-i",
+                               "i=" + dir / "i.npy", "-i", "u=" + dir / "u.npy", "-o", dir / "out"},
+                              dir);
+  expect_one_error(r, {"node 'scatter' (ScatterND), in its expansion:", "out of range"});
+  CHECK(r.err.find("error: node 'scatter' (ScatterND)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+}
+
+TEST_CASE("NaN or infinite values in a data set are named by sample before training starts") {
+  TempDir dir;
+  const std::string model = dir / "mlp.onnx";
+  REQUIRE(run_cli({"zoo", "mlp", "-o", model}, dir).status == 0);
+  const std::string x = dir / "x.npy", y = dir / "y.npy";
+  Tensor xs = Tensor::zeros(DType::F32, {3, 1, 28, 28});
+  xs.data<float>()[2 * 784 + 5] = std::numeric_limits<float>::quiet_NaN();
+  onnx_loader::write_npy(xs, x);
+  onnx_loader::write_npy(Tensor::from_vector<int64_t>({3}, {1, 3, 2}), y);
+  expect_one_error(run_cli({"train", model, "--train-x", x, "--train-y", y, "--steps", "1",
+                            "-o", dir / "trained.onnx"},
+                           dir),
+                   {"training data: inputs: value NaN at sample 2 (element 5"});
+  expect_one_error(run_cli({"eval", model, "--val-x", x, "--val-y", y}, dir),
+                   {"evaluation data: inputs: value NaN at sample 2"});
+  xs.data<float>()[2 * 784 + 5] = 0.0f;
+  xs.data<float>()[784] = -std::numeric_limits<float>::infinity();
+  onnx_loader::write_npy(xs, x);
+  expect_one_error(run_cli({"train", model, "--train-x", x, "--train-y", y, "--steps", "1",
+                            "-o", dir / "trained.onnx"},
+                           dir),
+                   {"training data: inputs: value -inf at sample 1 (element 0"});
+  CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
+}
+
+TEST_CASE("a model input of a type no kernel takes (STRING) is refused, whatever file is given") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("s", onnx::TensorProto_DataType_STRING, {2});
+  mb.output("y", onnx::TensorProto_DataType_STRING, {2});
+  mb.node("Identity", {"s"}, {"y"}, "id");
+  const std::string model = mb.save(dir.path / "strings.onnx");
+  const std::string f = dir / "f.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {2}), f);
+  // Before: the float file ran through the Identity and came out as a float32 output.
+  expect_one_error(run_cli({"infer", model, "-i", "s=" + f, "-o", dir / "out"}, dir),
+                   {"input 's' is of type STRING, which onnx-amp-train does not support"});
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+  expect_one_error(run_cli({"check", model}, dir), {"input 's' is of type STRING"});
 }

@@ -556,3 +556,28 @@ TEST_SUITE("convert") {
     check_reference_model("transformer_encoder", false);
   }
 }
+
+TEST_CASE("convert refuses a model whose float32 run fails (Conv group 0); --no-verify writes it") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {1, 2, 4, 4});
+  mb.init_f32("w", {2, 2, 1, 1}, {1, 0, 0, 1});
+  mb.output("y", kFloat, {1, 2, 4, 4});
+  auto* n = mb.node("Conv", {"x", "w"}, {"y"}, "conv");
+  auto* g = add_attr(n, "group", onnx::AttributeProto::INT);
+  g->set_i(0);
+  const std::string model = mb.save(dir.path / "group0.onnx");
+  const std::string out = dir / "out_fp16.onnx";
+  CliResult r = run_cli({"convert", model, "-o", out}, dir);
+  CAPTURE(r.out);
+  CAPTURE(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("the float32 model fails on these inputs: node 'conv' (Conv, opset 13)") !=
+        std::string::npos);
+  CHECK(r.err.find("nothing written") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+  r = run_cli({"convert", model, "-o", out, "--no-verify"}, dir);
+  CHECK(r.status == 0);
+  CHECK(r.err.find("warning: deviation not measured") != std::string::npos);
+  CHECK(fs::exists(out));
+}

@@ -253,3 +253,49 @@ TEST_SUITE("cli multi-input") {
     CHECK(has(r.out, "input 'scale' float32 [4, 4] (--input)"));
   }
 }
+
+TEST_CASE("a scalar model input (shape []) is one value fed to every batch, in train and check") {
+  // logits = MatMul(x, W) / temperature, temperature a float input of shape [].
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {"N", 4});
+  mb.input("temperature", kFloat, {});
+  std::vector<float> w(12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * static_cast<float>(static_cast<int>(i % 5) - 2);
+  mb.init_f32("W", {4, 3}, w);
+  mb.output("logits", kFloat, {"N", 3});
+  mb.node("MatMul", {"x", "W"}, {"xw"}, "mm");
+  mb.node("Div", {"xw", "temperature"}, {"logits"}, "scale");
+  const std::string model = mb.save(dir.path / "tempered.onnx");
+  // Class = argmax of the first three features: learnable by W.
+  Tensor x(DType::F32, {64, 4});
+  Tensor y(DType::I64, {64});
+  for (int64_t i = 0; i < 64; ++i) {
+    for (int64_t j = 0; j < 4; ++j) x.data<float>()[i * 4 + j] = static_cast<float>(((i * 7 + j * 3) % 11) - 5);
+    int64_t best = 0;
+    for (int64_t j = 1; j < 3; ++j)
+      if (x.data<float>()[i * 4 + j] > x.data<float>()[i * 4 + best]) best = j;
+    y.data<int64_t>()[i] = best;
+  }
+  onnx_loader::write_npy(x, dir / "x.npy");
+  onnx_loader::write_npy(y, dir / "y.npy");
+  onnx_loader::write_npy(Tensor::from_vector<float>({}, {2.0f}), dir / "t.npy");
+  onnx_loader::write_npy(Tensor::from_vector<float>({3}, {1, 2, 3}), dir / "t3.npy");
+  const std::vector<std::string> data = {"--train-x", dir / "x.npy", "--train-y", dir / "y.npy"};
+  CliResult r = run_cli(std::vector<std::string>{"train", model, "--precision", "fp32", "--epochs", "3",
+                         "--batch", "16", "--train-input", "temperature=" + dir / "t.npy", "-o",
+                         dir / "trained.onnx"} + data,
+                        dir);
+  INFO(r.out, r.err);
+  REQUIRE(r.status == 0);
+  CHECK(fs::exists(dir.path / "trained.onnx"));
+  // Three values for a scalar input: one error naming the input and what it takes.
+  expect_error(run_cli(std::vector<std::string>{"train", model, "--steps", "1", "--train-input",
+                        "temperature=" + dir / "t3.npy", "-o", dir / "t2.onnx"} + data,
+                       dir),
+               {"input 'temperature' is a scalar in the model (shape [])", "got [3]"});
+  // check: given with --input, and by default (N(0,1): a float input that is not a mask).
+  r = run_cli({"check", model, "--batch", "8", "--input", "temperature=" + dir / "t.npy"}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.status == 0);
+}

@@ -1,6 +1,7 @@
 #include "train/data/batches.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -19,6 +20,22 @@ std::string sample_shape_str(const ExtraInput& e) {
   std::string r = "[N";
   for (int64_t d : e.sample_shape) r += d < 0 ? std::string(", ?") : cat(", ", d);
   return r + "]";
+}
+
+// Fails naming the first NaN (or, when `inf_too`, infinite) value of a float array: one NaN
+// in a data set makes every loss and gradient that reads it NaN, and a dynamic loss scaler then
+// skips step after step while it backs the scale off, which looks like a training problem.
+void check_finite(const Tensor& t, const std::string& label, bool inf_too) {
+  if (!t.defined() || !is_floating(t.dtype())) return;
+  const int64_t n = t.rank() >= 1 ? t.dim(0) : 1;
+  const int64_t per = n ? std::max<int64_t>(1, t.numel() / n) : 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.item_as_double(i);
+    if (std::isnan(v) || (inf_too && std::isinf(v)))
+      throw Error(cat(label, ": value ", std::isnan(v) ? "NaN" : (v > 0 ? "inf" : "-inf"),
+                      " at sample ", i / per, " (element ", i % per,
+                      " of it); the data must be finite"));
+  }
 }
 
 }  // namespace
@@ -48,6 +65,16 @@ void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
                       " ", e.name, "=FILE.npy"));
     const Tensor& t = it->second;
     const std::string label = cat(what, ": input '", e.name, "'");
+    check_finite(t, label, false);  // NaN only: an additive attention mask may hold -inf
+    if (e.scalar) {
+      if (!t.defined() || t.numel() != 1 || t.rank() > 1)
+        throw Error(cat(label, " is a scalar in the model (shape []): give one value (shape [] or "
+                        "[1]), fed to every batch; got ", t.defined() ? shape_str(t.shape()) : "none"));
+      if (is_floating(e.dtype) != is_floating(t.dtype()) || (e.dtype == DType::Bool) != (t.dtype() == DType::Bool))
+        throw Error(cat(label, " is ", dtype_name(t.dtype()), ", the model's input is ",
+                        dtype_name(e.dtype)));
+      continue;
+    }
     if (!t.defined() || t.rank() < 1 || t.dim(0) != n)
       throw Error(cat(label, " has ", t.defined() && t.rank() >= 1 ? cat(t.dim(0)) : "no",
                       " samples (", t.defined() ? shape_str(t.shape()) : "[]", "), the data has ",
@@ -166,6 +193,8 @@ void check_dataset(const Dataset& data, const BatchLayout& layout, const std::st
       throw Error(cat(what, ": each target has ", t_per, " values, the model's output has ",
                       numel(layout.target_shape)));
   }
+  check_finite(data.inputs, cat(what, ": inputs"), true);
+  check_finite(data.targets, cat(what, ": targets"), true);
   check_extra_inputs(data.extra, n, layout, what, input_flag);
 }
 
@@ -246,6 +275,11 @@ Batch make_batch(const Dataset& data, const BatchLayout& layout,
     auto it = data.extra.find(e.name);
     if (it == data.extra.end()) throw Error(cat("input '", e.name, "' is not in the data"));
     const Tensor& src = it->second;
+    if (e.scalar) {  // one value for every batch, shape [] as the model declares
+      const Tensor one = src.reshaped({});
+      batch.extra[e.name] = src.dtype() == e.dtype ? one : cast_tensor(one, e.dtype);
+      continue;
+    }
     Shape s = src.shape();
     s[0] = b;
     Tensor rows(src.dtype(), s);

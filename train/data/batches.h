@@ -35,6 +35,9 @@ struct ExtraInput {
   Shape sample_shape;        // the declared shape without N; -1 where symbolic (any size)
   bool shape_known = false;  // false: the model declares no shape (any [N, ...] is taken)
   int64_t bound = 0;         // integer ids indexing a table (index_bound): [0, bound); 0: unchecked
+  // The model declares the input a scalar (shape []): a temperature, a step count. It has no
+  // sample axis, so the data file holds one value (shape [] or [1]), fed whole to every batch.
+  bool scalar = false;
 };
 
 // Where a model wants its batches: the per-sample shape of its input (e.g. [1, 28, 28]) and of

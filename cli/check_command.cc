@@ -51,7 +51,9 @@ CheckCommand::CheckCommand(CLI::App& app) {
       ->delimiter(',')
       ->expected(2);
   cmd_->add_option("--seed", o_.seed, "Seed of the random batch");
-  cmd_->add_option("--loss", o_.loss, "cross-entropy | mse | l1 | bce-with-logits | model")
+  cmd_->add_option("--loss", o_.loss,
+                   "cross-entropy | mse | l1 | bce-with-logits | model (default: cross-entropy; mse "
+                   "for an output with one unit on its class axis)")
       ->check(CLI::IsMember({"cross-entropy", "mse", "l1", "bce-with-logits", "model"}));
   add_label_options(cmd_, o_.labels);
   cmd_->add_option("--loss-scale", o_.loss_scale,
@@ -350,8 +352,6 @@ int run_check(const CheckCommandOptions& o) {
   } else {
     why_cpu = cat("no CUDA device: ", cuda::describe_device(0));
   }
-  c.loss = train::parse_loss(o.loss);
-  c.labels = label_options(o.labels, o.loss, nullptr);  // the labels' shape: the batch's
   c.loss_scale = o.loss_scale;
   if (o.rtol_fp32 >= 0) c.tol.fp32 = c.tol.fp32_cuda = o.rtol_fp32;
   if (o.rtol_fp16 >= 0) c.tol.fp16 = o.rtol_fp16;
@@ -370,7 +370,30 @@ int run_check(const CheckCommandOptions& o) {
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
   onnx_loader::require_supported_inputs(model);
-  c.output = loss_output(model.graph, o.labels).name;
+  const ValueInfo& out = loss_output(model.graph, o.labels);
+  c.output = out.name;
+  // Without --loss: cross-entropy, unless the output has one unit on its class axis (a dense
+  // [N, 1, H, W] map: a denoiser, a one-channel mask), where cross-entropy is 0 with no
+  // gradient and the check would compare nothing: then mse, said on a line of its own.
+  std::string loss_name = o.loss.empty() ? "cross-entropy" : o.loss;
+  std::string loss_line;
+  if (o.loss.empty() && out.shape && out.shape->size() >= 2) {
+    try {
+      const train::ClassAxis ca =
+          train::resolve_class_axis(out, label_options(o.labels, "cross-entropy", nullptr));
+      const Dim& d = (*out.shape)[static_cast<size_t>(ca.axis)];
+      if (d.fixed() && d.value == 1) {
+        loss_name = "mse";
+        loss_line = cat("loss mse: output '", out.name, "' ", out.shape_string(),
+                        " has one unit on its class axis ", ca.axis,
+                        ", where cross-entropy is 0 with no gradient (--loss picks another)");
+      }
+    } catch (const Error&) {
+      // The class axis is not determined here (--class-axis out of range): the batch below says so.
+    }
+  }
+  c.loss = train::parse_loss(loss_name);
+  c.labels = label_options(o.labels, loss_name, nullptr);  // the labels' shape: the batch's
   auto fired = std::make_shared<bool>(false);
   if (!o.inject_error.empty()) {
     const std::string target = o.inject_error;
@@ -403,6 +426,7 @@ int run_check(const CheckCommandOptions& o) {
   for (const auto& [name, t] : c.extra_inputs)
     std::cout << "input '" << name << "' " << dtype_name(t.dtype()) << " " << shape_str(t.shape())
               << " (" << c_extra_how[name] << ")\n";
+  if (!loss_line.empty()) std::cout << loss_line << "\n";
   if (!axis_line.empty())
     std::cout << "cross-entropy over " << axis_line << ", labels " << shape_str(target.shape())
               << "\n";

@@ -26,7 +26,7 @@ struct CheckCommandOptions {
                                    // | X.npy: its first inputs (random labels)
   std::vector<float> normalize;    // MEAN,STD as train's --normalize
   uint64_t seed = 0;
-  std::string loss = "cross-entropy";
+  std::string loss;  // "": cross-entropy, or mse for one unit on the class axis (run_check_command)
   LabelFlags labels;               // --class-axis, --ignore-index (as train's)
   double loss_scale = 0.0;  // 0: dynamic start (65536 for fp16, halved on overflow), 1 otherwise
   double rtol_fp32 = -1, rtol_fp16 = -1, rtol_bf16 = -1;  // < 0: the defaults of train/check.h

@@ -105,6 +105,16 @@ ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& o) {
   auto name = [&](int64_t a) { return a == last && r.rank > 2 ? cat(a, " (last)") : cat(a); };
   auto want = [&](int64_t a) { return with_n(dims_str(without_axis(dims, a))); };
   auto labels_str = [&] { return with_n(shape_str(*o.label_shape)); };
+  // Targets of the output's own per-sample shape are not class labels: a regression (a denoiser,
+  // a depth map) or a mask.
+  auto target_hint = [&]() -> std::string {
+    if (!o.label_shape || !out.shape) return "";
+    const std::vector<Dim> per_sample(dims.begin() + 1, dims.end());
+    return labels_fit(per_sample, *o.label_shape)
+               ? "; targets of the output's own shape are a regression or a mask: --loss mse, l1 "
+                 "or bce-with-logits"
+               : "";
+  };
   if (o.class_axis) {
     const int64_t a = *o.class_axis < 0 ? *o.class_axis + r.rank : *o.class_axis;
     if (a < 1 || a >= r.rank)
@@ -114,7 +124,8 @@ ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& o) {
     r.axis = a;
     if (o.label_shape && !labels_fit(without_axis(dims, a), *o.label_shape))
       throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
-                      " with class axis ", a, ": cross-entropy needs labels ", want(a)));
+                      " with class axis ", a, ": cross-entropy needs labels ", want(a),
+                      target_hint()));
     r.why = cat("class axis ", name(a), " of ", what, " (--class-axis ", *o.class_axis, ")");
     return r;
   }
@@ -122,7 +133,7 @@ ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& o) {
     r.axis = 1;
     if (o.label_shape && !o.label_shape->empty())
       throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
-                      ": class logits [N, C] need labels [N]"));
+                      ": class logits [N, C] need labels [N]", target_hint()));
     r.why = cat("class axis 1 of ", what);
     return r;
   }
@@ -135,7 +146,8 @@ ClassAxis resolve_class_axis(const ValueInfo& out, const LabelOptions& o) {
     if (!fit1 && !fit_last)
       throw Error(cat("labels of shape ", labels_str(), " do not fit ", what,
                       ": cross-entropy needs labels ", want(1), " (classes at axis 1) or ",
-                      want(last), " (classes last); --class-axis picks another axis"));
+                      want(last), " (classes last); --class-axis picks another axis",
+                      target_hint()));
     if (fit1 != fit_last) {
       r.axis = fit1 ? 1 : last;
       r.why = cat("class axis ", name(r.axis), " of ", what, " (the labels ", labels_str(),

@@ -13,6 +13,7 @@
 #include "cli/cli_runner.h"
 #include "models/zoo.h"
 #include "onnx_loader/graph_writer.h"
+#include "onnx_loader/tensor_io.h"
 #include "runtime/cuda/device.h"
 #include "reference_models.h"
 
@@ -260,4 +261,38 @@ TEST_SUITE("cli check") {
     CHECK(r.status == 0);
     CHECK(has(r.out, "first batch of fashion-mnist"));
   }
+}
+
+TEST_CASE("an output with one unit on its class axis: check uses mse, train's error suggests it") {
+  // A one-channel image-to-image model (a denoiser): y [N, 1, 6, 6] = Conv3x3(x [N, 1, 6, 6]).
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {"N", 1, 6, 6});
+  std::vector<float> w(9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(i) - 0.2f;
+  mb.init_f32("w", {1, 1, 3, 3}, w);
+  mb.output("y", kFloat, {"N", 1, 6, 6});
+  auto* n = mb.node("Conv", {"x", "w"}, {"y"}, "conv");
+  auto* p = add_attr(n, "pads", onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) p->add_ints(1);
+  const std::string model = mb.save(dir.path / "denoise.onnx");
+  // Before: cross-entropy over one class, loss 0 and every gradient 0, "0 failing".
+  CliResult r = run_cli({"check", model, "--batch", "2"}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("loss mse: output 'y' [N, 1, 6, 6] has one unit on its class axis 1") !=
+        std::string::npos);
+  CHECK(r.out.find("cross-entropy over") == std::string::npos);
+  // --loss still decides.
+  r = run_cli({"check", model, "--batch", "2", "--loss", "l1"}, dir);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("loss mse") == std::string::npos);
+  // train: float targets of the output's shape with the default cross-entropy name the way out.
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {4, 1, 6, 6}), dir / "x.npy");
+  r = run_cli({"train", model, "--train-x", dir / "x.npy", "--train-y", dir / "x.npy", "--steps",
+               "1", "-o", dir / "t.onnx"},
+              dir);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("targets of the output's own shape are a regression or a mask: --loss mse") !=
+        std::string::npos);
 }

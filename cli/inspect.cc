@@ -167,6 +167,7 @@ int run_inspect(const InspectOptions& o) {
     j["trained_parameters"] = params + alias_elems;
     j["other_initializer_elements"] = other_elems;
     j["other_initializer_bytes"] = other_bytes;
+    j["unsupported_inputs"] = model.unsupported_inputs;
     j["unsupported"] = nlohmann::json::array();
     for (const auto& [node, why] : unsupported)
       j["unsupported"].push_back({{"node", node}, {"reason", why}});
@@ -182,8 +183,14 @@ int run_inspect(const InspectOptions& o) {
   std::cout << "opsets    ";
   for (const auto& [d, v] : g.opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << ":" << v;
   std::cout << "\n\ninputs\n";
-  for (const auto& v : g.inputs)
-    std::cout << "  " << v.name << "  " << dtype_name(v.dtype) << " " << v.shape_string() << "\n";
+  for (const auto& v : g.inputs) {
+    auto bad = model.unsupported_inputs.find(v.name);
+    std::cout << "  " << v.name << "  "
+              << (bad != model.unsupported_inputs.end() ? bad->second : dtype_name(v.dtype)) << " "
+              << v.shape_string()
+              << (bad != model.unsupported_inputs.end() ? "  (a type this build cannot feed)" : "")
+              << "\n";
+  }
   std::cout << "outputs\n";
   for (const auto& v : g.outputs)
     std::cout << "  " << v.name << "  " << dtype_name(v.dtype) << " " << v.shape_string() << "\n";
@@ -204,8 +211,11 @@ int run_inspect(const InspectOptions& o) {
     std::cout << "other      " << g.initializers.size() - static_cast<size_t>(num_params)
               << " integer/bool initializers, " << other_elems << " elements (" << other_bytes
               << " bytes)\n";
-  if (unsupported.empty()) {
+  if (unsupported.empty() && model.unsupported_inputs.empty()) {
     std::cout << "\nevery node can run on the CPU\n";
+  } else if (unsupported.empty()) {
+    std::cout << "\nevery node can run on the CPU, but " << model.unsupported_inputs.size()
+              << " input(s) have a type this build cannot feed\n";
   } else {
     std::cout << "\n" << unsupported.size() << " node(s) this build cannot run:\n";
     for (const auto& [node, why] : unsupported) std::cout << "  " << node << ": " << why << "\n";

@@ -410,4 +410,8 @@ TEST_CASE("a model input of a type no kernel takes (STRING) is refused, whatever
                    {"input 's' is of type STRING, which onnx-amp-train does not support"});
   CHECK_FALSE(fs::exists(dir.path / "out"));
   expect_one_error(run_cli({"check", model}, dir), {"input 's' is of type STRING"});
+  const CliResult r = run_cli({"inspect", model}, dir);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("s  STRING [2]  (a type this build cannot feed)") != std::string::npos);
+  CHECK(r.out.find("1 input(s) have a type this build cannot feed") != std::string::npos);
 }

@@ -15,7 +15,8 @@
 #   build      onnx-amp-train, oat_train_step, cuda_tests (-j $OAT_JOBS, default nproc)
 #   cuda_tests build/tests/cuda_tests: backends agree, zoo coverage, CLI on the device
 #   check      `onnx-amp-train check` on every zoo model (zoo -o MODEL.onnx) and the Keras
-#              fixtures (tests/data/keras) x fp16, bf16, fp32
+#              fixtures (tests/data/keras) and the Hugging Face ones (tests/data/hf)
+#              x fp16, bf16, fp32
 #   export     torchvision ResNet-18 exported by torch.onnx (scripts/export_torchvision.py: eval
 #              export with BN folded, opset 13; training export, opset 15), then `check` on both
 #              x fp16, bf16, fp32; says so and goes on when torchvision is missing
@@ -257,6 +258,15 @@ phase_check() {
     [[ -f "$f" ]] || continue
     for p in $CHECK_PRECISIONS; do
       check_one "$f" "keras_$(basename "$f" .onnx)" "$p" 4 || rc=1
+    done
+  done
+  # Hugging Face exports (tests/data/hf): GPT-2's tied head, LLaMA's RMSNorm and rotary
+  # embeddings, BERT's attention mask (check's default: all ones).
+  for f in "$ROOT"/tests/data/hf/gpt2.onnx "$ROOT"/tests/data/hf/llama.onnx \
+           "$ROOT"/tests/data/hf/bert.onnx; do
+    [[ -f "$f" ]] || continue
+    for p in $CHECK_PRECISIONS; do
+      check_one "$f" "hf_$(basename "$f" .onnx)" "$p" 4 || rc=1
     done
   done
   return $rc

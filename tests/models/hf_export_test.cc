@@ -25,6 +25,7 @@
 #include "runtime/executor.h"
 #include "runtime/threads.h"
 #include "train/trainer.h"
+#include "test_tensors.h"
 
 namespace fs = std::filesystem;
 using namespace oat;
@@ -101,12 +102,7 @@ TEST_SUITE("models") {
       const Tensor got = Executor(m.graph).run(feeds)[0];
       const Tensor want = npy(name + "_ort_output.npy");
       REQUIRE(got.shape() == want.shape());
-      double max_err = 0, max_ref = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        const double d = std::abs(double(got.data<float>()[i]) - want.data<float>()[i]);
-        max_err = std::max(max_err, std::isnan(d) ? INFINITY : d);
-        max_ref = std::max(max_ref, double(std::abs(want.data<float>()[i])));
-      }
+      const auto [max_err, max_ref] = oat_test::max_abs_error(got, want);
       MESSAGE(name, ": max |ours - ort| = ", max_err, " (max |ort| ", max_ref, ")");
       CHECK(max_err <= 2e-6 * std::max(1.0, max_ref));
     }

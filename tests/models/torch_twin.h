@@ -15,6 +15,7 @@
 
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
+#include "test_tensors.h"
 
 namespace oat_test {
 
@@ -32,12 +33,7 @@ inline void check_against_torch(const oat::Graph& g, const oat::Tensor& x,
   oat::Executor exec(g);
   const oat::Tensor y = exec.run({{"input", x}})[0];
   REQUIRE(y.shape() == ref.shape());
-  double max_ref = 0, max_err = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    const double r = ref.data<float>()[i], v = y.data<float>()[i];
-    max_ref = std::max(max_ref, std::abs(r));
-    max_err = std::max(max_err, std::abs(v - r));
-  }
+  const auto [max_err, max_ref] = max_abs_error(y, ref);
   MESSAGE(label << ": max |diff| " << max_err << ", max |y| " << max_ref);
   CHECK(max_ref > 0.1);
   CHECK(max_err <= 1e-4 * std::max(1.0, max_ref));

@@ -276,6 +276,13 @@ TEST_CASE("cuDNN algorithm choice: succeeded, F32 without TF32, workspace cap, e
   CHECK(pick_conv_algo({}, DType::F32) == -1);
   CHECK(oat::cuda::ranking_math(DType::F32) == CUDNN_FMA_MATH);
   CHECK(oat::cuda::ranking_math(DType::F16) == CUDNN_TENSOR_OP_MATH);
+  // The pick above for F32 (index 3) was ranked with CUDNN_DEFAULT_MATH, which permits TF32 on
+  // sm_80+ for FP32 data: F32 runs with FMA math whatever its candidate reports.
+  using oat::cuda::run_math;
+  CHECK(run_math(DType::F32, ranked[3].math) == CUDNN_FMA_MATH);
+  CHECK(run_math(DType::F32, CUDNN_FMA_MATH) == CUDNN_FMA_MATH);
+  CHECK(run_math(DType::F16, CUDNN_TENSOR_OP_MATH) == CUDNN_TENSOR_OP_MATH);
+  CHECK(run_math(DType::BF16, CUDNN_DEFAULT_MATH) == CUDNN_DEFAULT_MATH);
 }
 
 #else

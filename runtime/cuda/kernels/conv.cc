@@ -4,7 +4,8 @@
 // reused; workspaces come from the caching allocator.
 // Math: FP32 accumulation everywhere (compute type FLOAT); F16/BF16 ranked for tensor cores
 // (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference. Each
-// call runs with the math type cuDNN ranked its algorithm with (cudnn_desc.h).
+// call runs with the math type cuDNN ranked its algorithm with, always FMA for F32 (cudnn_desc.h:
+// run_math).
 // Geometry (output size, auto_pad) comes from the CPU's conv_geometry; cuDNN pads symmetrically,
 // so a window whose begin and end padding differ is reported as unsupported.
 //

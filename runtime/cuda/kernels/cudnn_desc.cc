@@ -82,13 +82,17 @@ int pick_conv_algo(const std::vector<ConvAlgoCandidate>& c, DType t) {
   return -1;
 }
 
+cudnnMathType_t run_math(DType t, cudnnMathType_t ranked) {
+  return t == DType::F32 ? CUDNN_FMA_MATH : ranked;
+}
+
 namespace {
 
 constexpr int kAlgoCandidates = 8;
 
 // One direction's algorithm: cuDNN ranks candidates under the dtype's math type (`rank(perf,
-// &n)`), pick_conv_algo chooses, and the workspace is sized under the pick's own math type
-// (`workspace(algo, &bytes)`), which the convolution call then runs with.
+// &n)`), pick_conv_algo chooses, and the workspace is sized under the pick's run_math (its own
+// math type; FMA for F32) (`workspace(algo, &bytes)`), which the convolution call then runs with.
 template <class Perf, class Rank, class Workspace>
 auto plan_algo(const KernelContext& ctx, ConvDesc& conv, const char* what, Rank rank,
                Workspace workspace) {
@@ -102,7 +106,7 @@ auto plan_algo(const KernelContext& ctx, ConvDesc& conv, const char* what, Rank 
   if (i < 0) ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
   ConvAlgo<decltype(perf[0].algo)> a;
   a.algo = perf[i].algo;
-  a.math = perf[i].mathType;
+  a.math = run_math(conv.dtype(), perf[i].mathType);
   conv.with_math(a.math);
   CUDNN_CHECK(workspace(a.algo, &a.workspace));
   return a;

@@ -120,6 +120,12 @@ struct ConvAlgoCandidate {
 };
 // The index in `c` (ranked best first) that the rule above picks for dtype t, or -1 if none.
 int pick_conv_algo(const std::vector<ConvAlgoCandidate>& c, DType t);
+// The math type a picked algorithm runs with (and sizes its workspace under): its ranked one,
+// except that F32 always runs with CUDNN_FMA_MATH. Since cuDNN 8, CUDNN_DEFAULT_MATH permits
+// TF32 tensor-core math for FP32 data on sm_80+ (PyTorch's allow_tf32 = true is DEFAULT_MATH,
+// allow_tf32 = false is FMA_MATH), so an F32 candidate ranked with DEFAULT_MATH must not be run
+// with it.
+cudnnMathType_t run_math(DType t, cudnnMathType_t ranked);
 ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnnHandle_t h,
                                                  const TensorDesc& x, const FilterDesc& w,
                                                  ConvDesc& conv, const TensorDesc& y);

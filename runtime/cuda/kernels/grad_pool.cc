@@ -99,7 +99,9 @@ void global_average_pool_grad(KernelContext& ctx) {
   const cudaStream_t s = stream_of(ctx);
   launch_broadcast_copy(static_cast<int>(dtype_size(dy.dtype())), dy.raw_data(), dx.raw_data(),
                         dx.numel(), make_broadcast_index(xs, {kept}), s);
-  const int64_t positions = numel(xs) / (xs[0] * xs[1]);
+  // The spatial positions (not numel / (N·C): N or C may be 0, and dY then has no elements).
+  int64_t positions = 1;
+  for (size_t d = 2; d < xs.size(); ++d) positions *= xs[d];
   launch_unary(UnaryOp::Scale, elem_type(dx.dtype()), dx.raw_data(), dx.raw_data(), dx.numel(),
                1.f / static_cast<float>(positions ? positions : 1), 0.f, s);
 }

@@ -265,7 +265,11 @@ void split(KernelContext& ctx) {
 }
 
 // Gather(X, indices, axis): Y = X[..., indices, ...]; indices checked on the host when they are
-// there (constants and feeds), by a device flag (one synchronisation) otherwise.
+// there (constants and feeds), by a device flag (one synchronisation) otherwise, except during a
+// CUDA-graph capture: there the indices are the trainer's fixed batch buffers (token ids, checked
+// on the host against the table's rows before their upload: train/data/batches.cc) and a flag
+// read would make every capture of an embedding model fail, so an out-of-range index is not
+// reported (its row is 0), as the loss kernels treat captured targets (README).
 void gather(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& idx = ctx.input(1);
@@ -289,7 +293,7 @@ void gather(KernelContext& ctx) {
         ctx.fail(cat("index ", k, " is out of range for axis ", axis, " of ", shape_str(x.shape())));
     }
     dev_idx = cc.upload(idx);
-  } else {
+  } else if (!cc.capturing()) {
     flag = Tensor(DType::I32, {}, Device::CUDA);
     CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int32_t), cc.stream()));
   }
@@ -303,7 +307,7 @@ void gather(KernelContext& ctx) {
 
 // GatherElements(X, indices, axis): Y[c] = X[c with c_axis = idx[c]], Y has the indices' shape;
 // indices checked on the host when they are there, by a device flag (one synchronisation)
-// otherwise (as Gather).
+// otherwise, not at all during a CUDA-graph capture (as Gather).
 void gather_elements(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& idx = ctx.input(1);
@@ -315,7 +319,7 @@ void gather_elements(KernelContext& ctx) {
   Tensor dev_idx = idx, flag;
   if (idx.device() == Device::CPU) {
     dev_idx = cc.upload(idx);
-  } else {
+  } else if (!cc.capturing()) {
     flag = Tensor(DType::I32, {}, Device::CUDA);
     CUDA_CHECK(cudaMemsetAsync(flag.raw_data(), 0, sizeof(int32_t), cc.stream()));
   }

@@ -122,18 +122,27 @@ double state_error(const RunResult& a, const RunResult& b) {
 }
 
 // Eight steps each: CUDA eager follows the CPU within 1e-4 (losses and final state); the CUDA
-// graph replays the same kernels, so it equals eager exactly.
+// graph replays the same kernels, so it equals eager exactly, unless `atomics`: a scatter-add
+// (GatherGrad, an embedding's gradient) sums with atomicAdd in whatever order the threads
+// arrive, so two runs may differ in the last bits (PyTorch's index_add_ on CUDA is
+// nondeterministic the same way); then within 1e-6.
 void expect_eager_and_graph_follow(const RunResult& cpu, const RunResult& eager,
-                                   const RunResult& graph) {
+                                   const RunResult& graph, bool atomics = false) {
   REQUIRE(eager.losses.size() == 8);
   REQUIRE(graph.losses.size() == 8);
   for (size_t i = 0; i < cpu.losses.size(); ++i) {
     CAPTURE(i);
     CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
-    CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
+    if (atomics)
+      CHECK(graph.losses[i] == doctest::Approx(eager.losses[i]).epsilon(1e-6));
+    else
+      CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
   }
   CHECK(state_error(eager, cpu) < 1e-4);
-  CHECK(state_error(graph, eager) == 0.0);
+  if (atomics)
+    CHECK(state_error(graph, eager) < 1e-6);
+  else
+    CHECK(state_error(graph, eager) == 0.0);
 }
 
 
@@ -250,7 +259,7 @@ TEST_CASE("Trainer with extra inputs (mask, token types): CPU runs; CUDA eager a
   const RunResult eager = train_three_inputs(Device::CUDA, false, &eager_val);
   const RunResult graph = train_three_inputs(Device::CUDA, true);
   CHECK(graph.graph == "on");
-  expect_eager_and_graph_follow(cpu, eager, graph);
+  expect_eager_and_graph_follow(cpu, eager, graph, /*atomics=*/true);  // Gather(T, types)'s gradient
   CHECK(eager_val == doctest::Approx(cpu_val).epsilon(1e-4));
 }
 

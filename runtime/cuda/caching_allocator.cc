@@ -62,10 +62,19 @@ void* CachingAllocator::allocate(size_t n, uint64_t stream) {
     ++stats_.cache_hits;
   } else {
     p = raw_.alloc(size);
-    if (!p) {
+    // A reserved pool is a CUDA graph's, and allocates only while the graph is captured: emptying
+    // the cache then would synchronise the device (raw free), which invalidates the capture.
+    const bool capture = reserved_.count(stream) != 0;
+    if (!p && !capture) {
       free_cached_locked();
       p = raw_.alloc(size);
     }
+    if (!p && capture)
+      throw Error(cat("device out of memory while capturing the training step as a CUDA graph: "
+                      "cannot allocate ", n, " bytes (class ", size, "); ", stats_.in_use_bytes,
+                      " bytes in use, ", stats_.cached_bytes,
+                      " cached (not freed during a capture); a smaller --batch, or "
+                      "--no-cuda-graph"));
     if (!p)
       throw Error(cat("device out of memory: cannot allocate ", n, " bytes (class ", size,
                       "); ", stats_.in_use_bytes, " bytes in use, cache emptied"));

@@ -63,6 +63,8 @@ class CachingAllocator {
 
   // n bytes for work ordered on `stream`; nullptr for n == 0. When raw memory is exhausted the
   // cache is emptied and the request retried once; then throws Error with the request and stats.
+  // A reserved stream (a CUDA graph's pool, allocating during its capture) throws at once: the
+  // cache cannot be emptied while a capture records.
   void* allocate(size_t n, uint64_t stream);
   // Returns p (from allocate) to its stream's free list. nullptr is ignored; an unknown pointer
   // throws Error.

@@ -193,3 +193,28 @@ TEST_CASE("allocator reserved pool (a CUDA graph's): survives empty_cache and OO
   CHECK(a.stats().cached_bytes == 0);
   CHECK_THROWS_AS(a.reserve_stream(0), oat::Error);
 }
+
+TEST_CASE("allocator out of memory in a reserved pool (during a capture): no cache emptying") {
+  FakeDevice dev;
+  dev.budget = 2 * 1024;
+  CachingAllocator a(dev.raw());
+  const uint64_t pool = 5;
+  void* e = a.allocate(1024, 1);
+  a.release(e);  // 1 KiB cached for stream 1
+  a.reserve_stream(pool);
+  void* g = a.allocate(1024, pool);  // fits beside the cached block
+  // Emptying the cache would free the eager block (a device synchronisation inside the capture);
+  // the request fails instead, naming the capture and the way out.
+  CHECK_THROWS_WITH_AS(a.allocate(1024, pool),
+                       doctest::Contains("device out of memory while capturing the training step "
+                                         "as a CUDA graph"),
+                       oat::Error);
+  CHECK(dev.frees == 0);
+  CHECK(dev.live.count(e) == 1);
+  // Outside the capture, stream 1 takes its cached block back.
+  void* f = a.allocate(1024, 1);
+  CHECK(f == e);  // the cached block itself
+  a.release(f);
+  a.release(g);
+  a.retire_stream(pool);
+}

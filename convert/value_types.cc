@@ -197,6 +197,12 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     set(0, input(1));
   } else if (op == "MatMulInteger" || op == "ConvInteger") {
     set(0, DType::I32);
+  } else if (op == "DynamicQuantizeLinear") {  // (y uint8, y_scale float32, y_zero_point uint8)
+    set(0, DType::U8);
+    set(1, DType::F32);
+    set(2, DType::U8);
+  } else if (op == "QLinearMatMul" || op == "QLinearConv") {  // y in y_zero_point's type
+    set(0, input(7));
   } else if (op == "Bernoulli") {
     set(0, from_type_attr(n, "dtype", input(0)));
   } else if (op == "BatchNormalization") {  // running mean/var in the mean input's type (T2)

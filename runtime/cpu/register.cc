@@ -17,6 +17,7 @@ void register_kernels(KernelRegistry& r) {
   register_movement(r);
   register_generator(r);
   register_control_flow(r);
+  register_quantize(r);
   register_grad_reduce(r);
   register_grad_activation(r);
   register_grad_loss(r);

@@ -22,6 +22,9 @@ void register_shape(KernelRegistry& r);       // kernels/shape.cc: Reshape Flatt
 void register_movement(KernelRegistry& r);    // kernels/movement.cc: Transpose Concat Split Slice ...
 void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant Cast Range Dropout ...
 void register_control_flow(KernelRegistry& r);  // kernels/control_flow.cc: If Loop Scan
+// kernels/quantize.cc: QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
+// ConvInteger QLinearMatMul QLinearConv, and QuantizeLinearGrad (fake quantization's STE)
+void register_quantize(KernelRegistry& r);
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

@@ -483,6 +483,11 @@ std::vector<Case> cases() {
        1,
        {{"reduce", attr_s("ReduceSumSquare")}, {"axes", ints_attr({1})}},
        {U({3, 1}), U({3, 7}), U({3, 1})}},
+      // quantization: integer outputs equal, the gradient's mask bit-exact (x / scale in float)
+      {"QuantizeLinear", 13, none, {U({4, 50}), P({})}},
+      {"QuantizeLinear", 13, {{"axis", attr_i(0)}}, {U({4, 50}), P({4})}},
+      {"DynamicQuantizeLinear", 11, none, {U({4, 50})}, 3},
+      {"QuantizeLinearGrad", 1, none, {U({4, 50}), U({4, 50}), P({})}, 1, true},
   };
   return v;
 }

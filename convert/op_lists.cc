@@ -30,14 +30,19 @@ OpLists OpLists::defaults() {
   // float16 Resize). GridSample for the same reason (it interpolates as Resize; ONNX Runtime's CPU
   // GridSample has float and double kernels only), and its unnormalised coordinates need more
   // than FP16's 11 bits (spacing 0.25 from 512 on). LRN and MeanVarianceNormalization are
-  // normalisations (a Pow, a variance).
+  // normalisations (a Pow, a variance). The quantization ops divide by a scale and round to an
+  // integer grid (FP16 would move values across rounding boundaries; ONNX up to opset 18 defines
+  // them on float32 only), so fake quantization (QuantizeLinear -> DequantizeLinear) runs FP32
+  // and its output is cast for the FP16 Conv/MatMul after it.
   l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Tan", "Sinh",
             "Cosh", "Atanh",
             "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum", "ReduceMean",
             "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
             "ReduceLogSumExp", "ReduceSumSquare", "CumSum", "LayerNormalization",
             "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
-            "Resize", "Upsample", "GridSample", "LRN", "MeanVarianceNormalization"};
+            "Resize", "Upsample", "GridSample", "LRN", "MeanVarianceNormalization",
+            "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul",
+            "QLinearConv"};
   // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table: Mean
   // (as Sum), Shrink (piecewise linear, as Clip), and the inverse functions whose results stay
   // small: Asin, Acos, Atan (bounded), Asinh, Acosh (logarithmic growth) -- sensitive only near

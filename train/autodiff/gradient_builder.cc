@@ -108,6 +108,8 @@ namespace {
 const std::string kEmpty;
 }
 
+const Graph& GradientContext::graph() const { return b_.graph(); }
+
 const std::string& GradientContext::I(int i) const {
   return i < static_cast<int>(node_.inputs.size()) ? node_.inputs[i] : kEmpty;
 }

@@ -31,6 +31,9 @@ class GradientContext {
                   std::vector<bool> needs_grad_inputs);
 
   const Node& node() const { return node_; }
+  // The forward graph, read-only (new gradient nodes are not in it yet): for builders whose rule
+  // depends on the node's neighbours (fake quantization's QuantizeLinear -> DequantizeLinear).
+  const Graph& graph() const;
   // Forward input / output names (I(i) is "" for an omitted optional input).
   const std::string& I(int i) const;
   const std::string& O(int i) const;

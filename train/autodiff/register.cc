@@ -11,6 +11,7 @@ void register_gradients(GradientRegistry& r) {
   register_loss_gradients(r);
   register_reduce_gradients(r);
   register_shape_gradients(r);
+  register_quantize_gradients(r);
 }
 
 }  // namespace oat::train

@@ -16,5 +16,6 @@ void register_norm_gradients(GradientRegistry& r);         // grads/norm.cc
 void register_loss_gradients(GradientRegistry& r);         // grads/loss.cc (softmax family, losses)
 void register_reduce_gradients(GradientRegistry& r);       // grads/reduce.cc
 void register_shape_gradients(GradientRegistry& r);        // grads/shape.cc
+void register_quantize_gradients(GradientRegistry& r);     // grads/quantize.cc (fake quantization)
 
 }  // namespace oat::train

@@ -28,6 +28,7 @@ void register_kernels(KernelRegistry& r) {
   register_layer_norm(r);
   register_topk(r);
   register_lp_norm(r);
+  register_quantize(r);
 }
 
 }  // namespace oat::cuda

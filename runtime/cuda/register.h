@@ -30,5 +30,8 @@ void register_layer_norm(KernelRegistry& r);  // kernels/layer_norm.cc: LayerNor
 void register_loss(KernelRegistry& r);  // kernels/loss.cc: NLL, SoftmaxCrossEntropy and grads
 void register_topk(KernelRegistry& r);  // kernels/topk.cc: TopK (CUB segmented sort)
 void register_lp_norm(KernelRegistry& r);  // kernels/lp_norm.cc: LpNormalization(+Grad)
+// kernels/quantize.cc: QuantizeLinear DequantizeLinear QuantizeLinearGrad (device kernels);
+// DynamicQuantizeLinear MatMulInteger ConvInteger QLinearMatMul QLinearConv (host kernels)
+void register_quantize(KernelRegistry& r);
 
 }  // namespace oat::cuda

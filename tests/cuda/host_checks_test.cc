@@ -129,6 +129,24 @@ TEST_CASE("Gelu(+Grad): an unknown 'approximate' fails on CUDA with the CPU's er
                "approximate must be \"none\" or \"tanh\", got \"Tanh\"");
 }
 
+TEST_CASE("QuantizeLinear, DequantizeLinear, QuantizeLinearGrad: bad parameters fail on CUDA with the CPU's errors") {
+  same_failure("QuantizeLinear", 13, {}, {f32({2, 3}), f32({2})},
+               "per-axis scale [2] must have X's dimension 1 (3) for X [2, 3]");
+  same_failure("QuantizeLinear", 13, {{"axis", attr_i(0)}}, {f32({2, 3}), f32({2}), f32({3})},
+               "zero_point [3] must have scale's shape [2]");
+  same_failure("QuantizeLinear", 13, {}, {f32({2, 3}), f32({}), i64({}, {0})},
+               "y_zero_point has dtype int64: quantized values are uint8 or int8");
+  same_failure("DequantizeLinear", 13, {},
+               {Tensor::zeros(DType::U8, {4}), f32({}), Tensor::zeros(DType::I8, {})},
+               "x_zero_point has dtype int8, expected uint8 (the quantized input's type)");
+  same_failure("DequantizeLinear", 13, {{"axis", attr_i(3)}},
+               {Tensor::zeros(DType::I8, {2, 3}), f32({3})}, "axis 3 is out of range for rank 2");
+  same_failure("QuantizeLinearGrad", 1, {}, {f32({2, 3}), f32({3, 2}), f32({})},
+               "dY [2, 3] and X [3, 2] must match");
+  same_failure("QuantizeLinearGrad", 1, {}, {f32({2, 3}), f32({2, 3}), i64({}, {1})},
+               "scale has dtype int64");
+}
+
 #else
 TEST_CASE("CUDA host checks") { MESSAGE("SKIPPED: this build has no CUDA backend"); }
 #endif

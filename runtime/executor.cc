@@ -311,7 +311,24 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     std::vector<Tensor> outs(s.out.size());
     const Device where = dc ? dc->placement(node, in) : options_.device;
     std::vector<Tensor> staged;
-    if (where != Device::CPU) dc->stage_inputs(node, in, staged);
+    if (where != Device::CPU) {
+      dc->stage_inputs(node, in, staged);
+    } else if (dc) {
+      // A node the device context places on the host although some inputs live on the device
+      // (ops whose output length depends on the values, e.g. NonMaxSuppression: see
+      // runtime/cuda/README.md): its device inputs are downloaded (a synchronisation).
+      staged.reserve(in.size());
+      for (const Tensor*& t : in) {
+        if (!t || t->device() == Device::CPU) continue;
+        try {
+          staged.push_back(dc->download(*t));
+        } catch (const Error& e) {
+          throw Error(cat(node.describe(), ": runs on the host and reads its inputs there: ",
+                          e.what()));
+        }
+        t = &staged.back();
+      }
+    }
     DType key = kernel_dtype_key(node, in);
     auto& cache = where == options_.device ? s.kernels : s.host_kernels;
     OpKernel* kernel = nullptr;

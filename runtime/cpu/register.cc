@@ -18,6 +18,13 @@ void register_kernels(KernelRegistry& r) {
   register_generator(r);
   register_control_flow(r);
   register_quantize(r);
+  // detection and data-dependent selection
+  register_nms(r);
+  register_roi_align(r);
+  register_max_unpool(r);
+  register_selection(r);
+  register_det(r);
+  register_bitshift(r);
   register_grad_reduce(r);
   register_grad_activation(r);
   register_grad_loss(r);

@@ -25,6 +25,13 @@ void register_control_flow(KernelRegistry& r);  // kernels/control_flow.cc: If L
 // kernels/quantize.cc: QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
 // ConvInteger QLinearMatMul QLinearConv, and QuantizeLinearGrad (fake quantization's STE)
 void register_quantize(KernelRegistry& r);
+// detection and data-dependent selection
+void register_nms(KernelRegistry& r);           // kernels/nms.cc: NonMaxSuppression
+void register_roi_align(KernelRegistry& r);     // kernels/roi_align.cc: RoiAlign
+void register_max_unpool(KernelRegistry& r);    // kernels/max_unpool.cc: MaxUnpool
+void register_selection(KernelRegistry& r);     // kernels/selection.cc: Compress Unique
+void register_det(KernelRegistry& r);           // kernels/det.cc: Det
+void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

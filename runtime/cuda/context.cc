@@ -255,6 +255,9 @@ bool reads_on_host(OpId op, int i) {
     case OpId::Resize: case OpId::Upsample: case OpId::ResizeGrad:
       return i >= 1;  // roi, scales, sizes; ResizeGrad's shape(X)
     case OpId::Trilu: return i == 1;  // k
+    case OpId::RoiAlign: return i == 2;   // batch_indices, range-checked on the host
+    case OpId::RoiAlignGrad: return i == 1 || i == 3;  // shape(X), batch_indices
+    case OpId::MaxUnpool: return i >= 1;  // I checked on the host when it is there; output_shape
     case OpId::TopK: return i == 1;   // K
     case OpId::Clip: return i >= 1;
     case OpId::Dropout: return i >= 1;
@@ -265,7 +268,26 @@ bool reads_on_host(OpId op, int i) {
   }
 }
 
+namespace {
+
+// Ops that always run on the host in a CUDA executor, their device inputs downloaded by the
+// Executor (one synchronisation; a CUDA graph capture fails naming the node): NonMaxSuppression,
+// Compress and Unique, whose output's length depends on the input values (a device kernel would
+// have to synchronise to size it anyway; they sit at the end of detection graphs or in index
+// arithmetic), and Det (small batched matrices, an LU per matrix; no device kernel yet). See
+// runtime/cuda/README.md, "Host-placed ops".
+bool host_placed(OpId op) {
+  switch (op) {
+    case OpId::NonMaxSuppression: case OpId::Compress: case OpId::Unique: case OpId::Det:
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>& inputs) const {
+  if (host_placed(node.op)) return Device::CPU;
   // The host when every input is already there and is integer (shape arithmetic) or a scalar
   // (a learning-rate product, Range's bounds): the device would only add copies.
   bool any = false;

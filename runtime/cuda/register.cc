@@ -29,6 +29,8 @@ void register_kernels(KernelRegistry& r) {
   register_topk(r);
   register_lp_norm(r);
   register_quantize(r);
+  register_roi_align(r);
+  register_index_ops(r);
 }
 
 }  // namespace oat::cuda

@@ -33,5 +33,8 @@ void register_lp_norm(KernelRegistry& r);  // kernels/lp_norm.cc: LpNormalizatio
 // kernels/quantize.cc: QuantizeLinear DequantizeLinear QuantizeLinearGrad (device kernels);
 // DynamicQuantizeLinear MatMulInteger ConvInteger QLinearMatMul QLinearConv (host kernels)
 void register_quantize(KernelRegistry& r);
+// detection and index ops (NonMaxSuppression, Compress, Unique, Det run on the host: context.cc)
+void register_roi_align(KernelRegistry& r);   // kernels/roi_align.cc: RoiAlign
+void register_index_ops(KernelRegistry& r);   // kernels/index_ops.cc: MaxUnpool BitShift
 
 }  // namespace oat::cuda

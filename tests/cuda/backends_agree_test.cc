@@ -845,6 +845,53 @@ const std::vector<Case>& cases() {
                     q8({3, 250, 1, 7}, {1, 1, 2, 2}, DType::I8), f32({}, In::Positive),
                     q8({0}, Shape{}, DType::I8), f32({}, In::Positive), q8({128}, Shape{}, DType::U8)},
                    1, one});
+    // Detection and data-dependent selection. NonMaxSuppression runs on the host in a CUDA
+    // executor (its inputs downloaded): these cases check that path.
+    {
+      const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
+      auto f32s = [](float x) {
+        In i = vals({}, {x});
+        i.keep_f32 = true;
+        return i;
+      };
+      v.push_back({"NonMaxSuppression", 11, {}, {flt({2, 7, 4}), flt({2, 3, 7}), ints({3}),
+                                                 f32s(0.4f), f32s(-0.5f)}});
+      v.push_back({"NonMaxSuppression", 11, {{"center_point_box", attr_i(1)}},
+                   {pos({1, 9, 4}), flt({1, 2, 9}), ints({9}, Shape{}), f32s(0.2f)}, 1, all3,
+                   "center boxes"});
+      // Compress, Unique and Det are host-placed too.
+      v.push_back({"Compress", 11, {{"axis", attr_i(0)}}, {flt({4, 3}), bools({4})}});
+      v.push_back({"Compress", 11, {}, {flt({2, 3}), bools({5})}, 1, all3, "no axis"});
+      v.push_back({"Unique", 11, {},
+                   {vals({2, 4}, {1, -2, 1, 0.5f, 3, -2, 0.5f, 1})}, 4});
+      v.push_back({"Unique", 11, {{"axis", attr_i(1)}, {"sorted", attr_i(0)}},
+                   {vals({2, 4}, {1, 2, 1, 0, 3, 4, 3, 0})}, 4, all3, "columns"});
+      v.push_back({"Det", 11, {}, {flt({2, 3, 3})}});
+      // RoiAlign, MaxUnpool and BitShift have CUDA kernels.
+      v.push_back({"RoiAlign", 16, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
+                   {flt({2, 3, 6, 5}), vals({3, 4}, {0, 0, 4, 5, 1.5f, 0.5f, 3, 2.5f, -1, 2, 6, 7}),
+                    ints({1, 0, 1})}});
+      v.push_back({"RoiAlign", 10,
+                   {{"mode", attr_s("max")}, {"sampling_ratio", attr_i(2)},
+                    {"spatial_scale", attr_f(0.5f)}},
+                   {flt({1, 2, 5, 5}), vals({2, 4}, {0, 0, 8, 8, 2, 1, 5, 9}), ints({0, 0})}, 1,
+                   all3, "max, opset 10"});
+      v.push_back({"RoiAlignGrad", 1,
+                   {{"output_height", attr_i(3)}, {"output_width", attr_i(2)},
+                    {"coordinate_transformation_mode", attr_s("output_half_pixel")}},
+                   {flt({3, 3, 3, 2}), ints({2, 3, 6, 5}),
+                    vals({3, 4}, {0, 0, 4, 5, 1.5f, 0.5f, 3, 2.5f, -1, 2, 6, 7}), ints({1, 0, 1})}});
+      v.push_back({"MaxUnpool", 11,
+                   {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}},
+                   {flt({1, 2, 2, 2}), ints({5, 7, 13, 15, 16, 19, 25, 31}, {1, 2, 2, 2})}});
+      v.push_back({"MaxUnpool", 11, {{"kernel_shape", attr_ints({2})}},
+                   {flt({1, 1, 3}), ints({0, 2, 3}, {1, 1, 3}), ints({1, 1, 5})}, 1, all3,
+                   "output_shape"});
+      In sx = ints({16, 4, 1, 200, 255, 3}, {2, 3}), sy = ints({1, 2, 9});
+      sx.int_type = sy.int_type = DType::U8;
+      v.push_back({"BitShift", 11, {{"direction", attr_s("LEFT")}}, {sx, sy}, 1, {DType::U8}});
+      v.push_back({"BitShift", 11, {{"direction", attr_s("RIGHT")}}, {sx, sy}, 1, {DType::U8},
+                   "right"});
     }
     return v;
   }();
@@ -940,13 +987,18 @@ TEST_CASE("every backend agrees with the CPU reference") {
 // below, each with its reason.
 TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   const std::set<OpId> not_floating = {OpId::Not, OpId::And, OpId::Or, OpId::Xor, OpId::Shape,
-                                       OpId::Size, OpId::MatMulInteger, OpId::ConvInteger};
+                                       OpId::Size, OpId::MatMulInteger, OpId::ConvInteger,
+                                       OpId::BitShift};
   // Generators run on the host in every executor (their outputs are shapes and constants,
   // uploaded where a device node reads them): no CUDA kernel, no case.
   const std::set<OpId> host_only = {OpId::Constant, OpId::ConstantOfShape, OpId::Range};
   // Control flow runs on the CPU only (runtime/cpu/kernels/control_flow.cc): a device executor
   // refuses a graph with If, Loop or Scan, naming the node.
   const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
+  // Placed on the host by CudaContext (their output's length depends on the values): no CUDA
+  // kernel; their cases run the CUDA executor's download path (runtime/cuda/README.md).
+  const std::set<OpId> host_placed = {OpId::NonMaxSuppression, OpId::Compress, OpId::Unique,
+                                       OpId::Det};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};
@@ -968,8 +1020,12 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
         no_kernel += cat(" ", op_name(op), "(registered on cuda, but control flow is CPU only)");
       continue;
     }
-    if (cuda::compiled() && !default_registry().supports_op(op, Device::CUDA))
+    if (host_placed.count(op)) {
+      if (default_registry().supports_op(op, Device::CUDA))
+        no_kernel += cat(" ", op_name(op), "(registered on cuda, but placed on the host)");
+    } else if (cuda::compiled() && !default_registry().supports_op(op, Device::CUDA)) {
       no_kernel += cat(" ", op_name(op));
+    }
     const std::set<DType>& have = covered[op];
     if (fp32_only.count(op) || ties.count(op) || spec_fp32.count(op)) {
       if (!have.count(DType::F32)) missing += cat(" ", op_name(op), "/float32");

@@ -488,6 +488,23 @@ std::vector<Case> cases() {
       {"QuantizeLinear", 13, {{"axis", attr_i(0)}}, {U({4, 50}), P({4})}},
       {"DynamicQuantizeLinear", 11, none, {U({4, 50})}, 3},
       {"QuantizeLinearGrad", 1, none, {U({4, 50}), U({4, 50}), P({})}, 1, true},
+      // detection and data-dependent selection (nms.cc, ...)
+      {"NonMaxSuppression", 11, none, {U({2, 6, 4}), U({2, 3, 6}), I({}, {4}), F32({}, {0.3}),
+                                       F32({}, {-1.0})}, 1, true},
+      {"NonMaxSuppression", 11, {{"center_point_box", attr_i(1)}},
+       {U({1, 8, 4}), U({1, 1, 8}), I({1}, {8}), F32({1}, {0.5})}, 1, true},
+      {"RoiAlign", 16, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
+       {U({2, 3, 6, 5}), P({4, 4}), I({4}, {1, 0, 0, 1})}},
+      {"RoiAlign", 10, {{"mode", attr_s("max")}, {"sampling_ratio", attr_i(2)}},
+       {U({1, 2, 5, 5}), P({2, 4}), I({2}, {0, 0})}},
+      {"MaxUnpool", 11, {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}},
+       {U({1, 1, 2, 2}), I({1, 1, 2, 2}, {5, 7, 13, 15})}, 1, true},
+      {"Compress", 11, {{"axis", attr_i(1)}}, {U({3, 5}), Bo({5})}, 1, true},
+      {"Unique", 11, none, {Sm({4, 6})}, 4, true},
+      {"Unique", 11, {{"axis", attr_i(0)}, {"sorted", attr_i(0)}}, {Sm({7, 2})}, 4, true},
+      {"Det", 11, none, {U({3, 4, 4})}},
+      {"RoiAlignGrad", 1, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
+       {U({4, 3, 3, 2}), I({2, 3, 6, 5}), P({4, 4}), I({4}, {1, 0, 0, 1})}},
   };
   return v;
 }

@@ -3,6 +3,7 @@
 // it needs; the math is in the kernels' header comments (runtime/cpu/kernels/grad_conv.cc,
 // grad_conv_transpose.cc, grad_pool.cc, resize.cc).
 #include "runtime/cpu/kernels/resize_geometry.h"
+#include "runtime/cpu/kernels/roi_align_args.h"
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -103,9 +104,32 @@ void resize_grad(G& c) {
   c.set_GI(0, c.emit_grad_op("ResizeGrad", ins, attrs));
 }
 
+// RoiAlign (avg mode): Y = Σ taps w·X / count is linear in X, so dX = RoiAlignGrad(dY, shape(X),
+// rois, batch_indices) with the forward's attributes (coordinate_transformation_mode spelt out:
+// opset 10's default differs). rois and batch_indices get no gradient (as torchvision's
+// roi_align). Max mode (ONNX Runtime's largest weighted tap) has none: refused.
+void roi_align_grad(G& c) {
+  const Node& n = c.node();
+  const cpu::RoiAlignArgs a = cpu::roi_align_args(n);
+  if (a.max_mode)
+    throw Error(cat(n.describe(), ": RoiAlign with mode \"max\" has no gradient (only \"avg\" "
+                    "trains); it lies between the parameters and the loss"));
+  Attrs attrs;
+  attrs["mode"] = string_attr("avg");
+  attrs["coordinate_transformation_mode"] =
+      string_attr(a.half_pixel ? "half_pixel" : "output_half_pixel");
+  attrs["output_height"] = G::attr_int(a.out_h);
+  attrs["output_width"] = G::attr_int(a.out_w);
+  attrs["sampling_ratio"] = G::attr_int(a.sampling_ratio);
+  attrs["spatial_scale"] = G::attr_float(a.spatial_scale);
+  c.set_GI(0, c.emit_grad_op("RoiAlignGrad", {c.GO(0), c.shape_of(c.I(0)), c.I(1), c.I(2)},
+                             attrs));
+}
+
 }  // namespace
 
 void register_conv_gradients(GradientRegistry& r) {
+  r.add(OpId::RoiAlign, {roi_align_grad, {1, 2}});
   r.add(OpId::Conv, {conv_grad, {}});
   r.add(OpId::ConvTranspose, {conv_transpose_grad, {}});
   r.add(OpId::MaxPool, {max_pool_grad, {}});

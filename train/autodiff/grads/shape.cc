@@ -266,6 +266,10 @@ void register_shape_gradients(GradientRegistry& r) {
                   OpId::Or, OpId::Xor, OpId::IsNaN, OpId::IsInf, OpId::Floor, OpId::Ceil,
                   OpId::Round, OpId::Sign, OpId::ConstantOfShape, OpId::Range})
     r.add(op, {nullptr, {0, 1, 2}});
+  // Detection and integer ops (inference only): integer outputs, no gradient through them, as
+  // ArgMax (a Gather of the boxes by NonMaxSuppression's indices trains through Gather's data).
+  r.add(OpId::NonMaxSuppression, {nullptr, {0, 1, 2, 3, 4}});
+  r.add(OpId::BitShift, {nullptr, {0, 1}});
 }
 
 }  // namespace oat::train

@@ -1,0 +1,89 @@
+// MaxUnpool (opsets 9, 11): the partial inverse of MaxPool. X [N, C, D1..Dk] holds pooled values,
+// I (same shape, int64) the flat indices MaxPool's Indices output gave them in the unpooled
+// tensor [N, C, O1..Ok] (row-major over the whole tensor, storage_order 0); every other element
+// of Y is 0:
+//   Y = 0; Y.flat[I.flat[j]] = X.flat[j] for every j (a later j wins on a repeated index, as in
+//   ONNX Runtime)
+//   Y's shape: output_shape (input 2, optional, the full shape) when given, else
+//   O_i = (D_i − 1)·strides_i + kernel_shape_i − pads_begin_i − pads_end_i.
+// With output_shape the indices address that shape directly, as in ONNX Runtime (since its PR
+// #2193) and PyTorch's max_unpool(output_size): MaxPool's indices of a 5x5 input that pooled to
+// 2x2 are 5x5 positions. (ONNX's test_maxunpool_export_with_output_shape instead scatters into the
+// 4x4 inferred shape and pads; the conformance test lists it as a deviation, onnx/onnx#2398.)
+// Attributes: kernel_shape (required), strides (default 1), pads (default 0). Every index must
+// lie in [0, numel(Y)). Data movement, so any dtype (bytes). Inference only: autodiff has no
+// gradient for MaxUnpool (training through it is refused, naming the node).
+#include <cstring>
+
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+namespace {
+
+class MaxUnpoolKernel : public OpKernel {
+ public:
+  explicit MaxUnpoolKernel(const Node& n)
+      : kernel_(n.attr_ints("kernel_shape")), strides_(n.attr_ints("strides")),
+        pads_(n.attr_ints("pads")) {
+    if (kernel_.empty()) throw Error(cat(n.describe(), ": attribute kernel_shape is required"));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& idx = ctx.input(1);
+    const int64_t k = static_cast<int64_t>(kernel_.size());
+    if (x.rank() != k + 2)
+      ctx.fail(cat("X must be [N, C] plus ", k, " spatial dims (kernel_shape has ", k,
+                   "), got ", shape_str(x.shape())));
+    if (idx.dtype() != DType::I64)
+      ctx.fail(cat("I must be int64, got ", dtype_name(idx.dtype())));
+    if (idx.shape() != x.shape())
+      ctx.fail(cat("I must have X's shape ", shape_str(x.shape()), ", got ",
+                   shape_str(idx.shape())));
+    if (!strides_.empty() && static_cast<int64_t>(strides_.size()) != k)
+      ctx.fail(cat("strides must have ", k, " values, got ", strides_.size()));
+    if (!pads_.empty() && static_cast<int64_t>(pads_.size()) != 2 * k)
+      ctx.fail(cat("pads must have ", 2 * k, " values, got ", pads_.size()));
+    Shape ys;
+    if (const Tensor* os = ctx.input_or_null(2)) {
+      if (os->dtype() != DType::I64 || os->rank() != 1 || os->numel() != x.rank())
+        ctx.fail(cat("output_shape must be int64 [", x.rank(), "], got ", dtype_name(os->dtype()),
+                     " ", shape_str(os->shape())));
+      ys = Shape(os->data<int64_t>(), os->data<int64_t>() + os->numel());
+      for (int64_t d : ys)
+        if (d < 0) ctx.fail(cat("output_shape must not be negative, got ", shape_str(ys)));
+    } else {
+      ys = {x.dim(0), x.dim(1)};
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t s = strides_.empty() ? 1 : strides_[i];
+        const int64_t pb = pads_.empty() ? 0 : pads_[i], pe = pads_.empty() ? 0 : pads_[k + i];
+        ys.push_back((x.dim(static_cast<int>(i + 2)) - 1) * s + kernel_[i] - pb - pe);
+      }
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), ys);
+    const size_t es = dtype_size(x.dtype());
+    std::memset(y.raw_data(), 0, y.nbytes());
+    const int64_t n = y.numel();
+    const int64_t* ip = idx.data<int64_t>();
+    const char* src = static_cast<const char*>(x.raw_data());
+    char* dst = static_cast<char*>(y.raw_data());
+    for (int64_t j = 0; j < x.numel(); ++j) {
+      const int64_t t = ip[j];
+      if (t < 0 || t >= n)
+        ctx.fail(cat("I[", j, "] = ", t, " is out of range for the output ", shape_str(ys)));
+      std::memcpy(dst + static_cast<size_t>(t) * es, src + static_cast<size_t>(j) * es, es);
+    }
+  }
+
+ private:
+  std::vector<int64_t> kernel_, strides_, pads_;
+};
+
+}  // namespace
+
+void register_max_unpool(KernelRegistry& r) {
+  r.add(OpId::MaxUnpool, Device::CPU, kAnyDType, kernel_factory<MaxUnpoolKernel>());
+}
+
+}  // namespace oat::cpu

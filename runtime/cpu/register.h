@@ -29,7 +29,7 @@ void register_quantize(KernelRegistry& r);
 void register_nms(KernelRegistry& r);           // kernels/nms.cc: NonMaxSuppression
 void register_roi_align(KernelRegistry& r);     // kernels/roi_align.cc: RoiAlign
 void register_max_unpool(KernelRegistry& r);    // kernels/max_unpool.cc: MaxUnpool
-void register_selection(KernelRegistry& r);     // kernels/selection.cc: Compress Unique
+void register_selection(KernelRegistry& r);     // kernels/selection.cc: Compress Unique NonZero
 void register_det(KernelRegistry& r);           // kernels/det.cc: Det
 void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
 

@@ -272,13 +272,14 @@ namespace {
 
 // Ops that always run on the host in a CUDA executor, their device inputs downloaded by the
 // Executor (one synchronisation; a CUDA graph capture fails naming the node): NonMaxSuppression,
-// Compress and Unique, whose output's length depends on the input values (a device kernel would
+// Compress, Unique and NonZero, whose output's length depends on the input values (a device kernel would
 // have to synchronise to size it anyway; they sit at the end of detection graphs or in index
 // arithmetic), and Det (small batched matrices, an LU per matrix; no device kernel yet). See
 // runtime/cuda/README.md, "Host-placed ops".
 bool host_placed(OpId op) {
   switch (op) {
     case OpId::NonMaxSuppression: case OpId::Compress: case OpId::Unique: case OpId::Det:
+    case OpId::NonZero:
       return true;
     default: return false;
   }

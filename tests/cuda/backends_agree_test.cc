@@ -867,6 +867,7 @@ const std::vector<Case>& cases() {
       v.push_back({"Unique", 11, {{"axis", attr_i(1)}, {"sorted", attr_i(0)}},
                    {vals({2, 4}, {1, 2, 1, 0, 3, 4, 3, 0})}, 4, all3, "columns"});
       v.push_back({"Det", 11, {}, {flt({2, 3, 3})}});
+      v.push_back({"NonZero", 13, {}, {vals({2, 3}, {0, 1, -0.f, 2.5f, 0, -3})}});
       // RoiAlign, MaxUnpool and BitShift have CUDA kernels.
       v.push_back({"RoiAlign", 16, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
                    {flt({2, 3, 6, 5}), vals({3, 4}, {0, 0, 4, 5, 1.5f, 0.5f, 3, 2.5f, -1, 2, 6, 7}),
@@ -998,7 +999,7 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   // Placed on the host by CudaContext (their output's length depends on the values): no CUDA
   // kernel; their cases run the CUDA executor's download path (runtime/cuda/README.md).
   const std::set<OpId> host_placed = {OpId::NonMaxSuppression, OpId::Compress, OpId::Unique,
-                                       OpId::Det};
+                                       OpId::Det, OpId::NonZero};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};

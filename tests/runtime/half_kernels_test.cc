@@ -503,6 +503,7 @@ std::vector<Case> cases() {
       {"Unique", 11, none, {Sm({4, 6})}, 4, true},
       {"Unique", 11, {{"axis", attr_i(0)}, {"sorted", attr_i(0)}}, {Sm({7, 2})}, 4, true},
       {"Det", 11, none, {U({3, 4, 4})}},
+      {"NonZero", 13, none, {Sm({3, 5})}, 1, true},
       {"RoiAlignGrad", 1, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
        {U({4, 3, 3, 2}), I({2, 3, 6, 5}), P({4, 4}), I({4}, {1, 0, 0, 1})}},
   };

@@ -1,7 +1,8 @@
-// Compress and Unique (runtime/cpu/kernels/selection.cc), MaxUnpool (max_unpool.cc), Det (det.cc)
+// Compress, Unique and NonZero (runtime/cpu/kernels/selection.cc), MaxUnpool (max_unpool.cc), Det (det.cc)
 // and BitShift (bitshift.cc): hand-computed results and errors.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -116,9 +117,10 @@ TEST_CASE("MaxUnpool scatters X to its indices in a zero tensor") {
   want[15] = 4;
   CHECK(fvec(y) == want);
   // pads shrink the default output: (2 - 1)·2 + 2 − 1 − 0 = 3.
-  const std::map<std::string, Attribute> padded = {{"kernel_shape", attr_ints({2, 2})},
-                                                   {"strides", attr_ints({2, 2})},
-                                                   {"pads", attr_ints({1, 1, 0, 0})}};
+  // (Built by assignment: GCC 12 -O3 filled this third nested list as {1, 1, 1, 1} when it was a
+  // braced map initializer in this file.)
+  std::map<std::string, Attribute> padded = k2s2;
+  padded["pads"] = attr_ints(std::vector<int64_t>{1, 1, 0, 0});
   y = run1("MaxUnpool", 11, padded, {x, Tensor::from_vector<int64_t>({1, 1, 2, 2}, {0, 2, 6, 8})});
   CHECK(y.shape() == Shape{1, 1, 3, 3});
   CHECK(fvec(y) == F{1, 0, 2, 0, 0, 0, 3, 0, 4});
@@ -163,4 +165,19 @@ TEST_CASE("BitShift on uint8, with broadcasting") {
   CHECK(error_of("BitShift", 11, {{"direction", attr_s("LEFT")}},
                  {Tensor::from_vector<int64_t>({1}, {1}), Tensor::from_vector<int64_t>({1}, {1})})
             .find("kernel for dtype int64") != std::string::npos);
+}
+
+TEST_CASE("NonZero lists the coordinates of the non-zero elements in row-major order") {
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {0, 1, -0.0f, 2.5f, 0, -3});
+  Tensor y = run1("NonZero", 13, {}, {x});
+  CHECK(y.dtype() == DType::I64);
+  CHECK(y.shape() == Shape{2, 3});
+  CHECK(ivec(y) == I{0, 1, 1, 1, 0, 2});  // (0, 1), (1, 0), (1, 2)
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(ivec(run1("NonZero", 9, {}, {Tensor::from_vector<float>({3}, {nan, 0, 1})})) == I{0, 2});
+  CHECK(run1("NonZero", 13, {}, {Tensor(DType::F32, {2, 0})}).shape() == Shape{2, 0});
+  CHECK(run1("NonZero", 13, {}, {Tensor::from_vector<int64_t>({}, {7})}).shape() == Shape{0, 1});
+  Tensor b(DType::Bool, {2, 2});
+  for (int i = 0; i < 4; ++i) b.data<bool>()[i] = i % 3 == 0;
+  CHECK(ivec(run1("NonZero", 13, {}, {b})) == I{0, 1, 0, 1});
 }

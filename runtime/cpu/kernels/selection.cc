@@ -1,6 +1,7 @@
-// Ops whose output length depends on the input values: Compress and Unique. On CUDA both run on
-// the host, their device inputs downloaded (runtime/cuda/README.md "Host-placed ops"). Neither has
-// a gradient (training through them is refused, naming the node).
+// Ops whose output length depends on the input values: Compress, Unique, NonZero. On CUDA they run on
+// the host, their device inputs downloaded (runtime/cuda/README.md "Host-placed ops"). None has a
+// gradient (training through Compress or Unique is refused, naming the node; NonZero's integer
+// output carries none, as ArgMax's).
 //
 // Compress (opsets 9, 11): the slices of `input` along `axis` whose `condition` (1-D bool) entry
 // is true, in order; without axis, the elements of the flattened input. A condition shorter than
@@ -18,6 +19,11 @@
 //   counts         [U] int64: how often each Y occurs
 // Float NaNs are equal to each other and sort after every number (numpy ≥ 1.21's equal_nan); −0
 // and +0 are equal (the first one seen is kept). F16/BF16 compare their widened values (exact).
+//
+// NonZero (opsets 9, 13): the indices of X's non-zero elements, int64 [rank(X), count], column j
+// the coordinates of the j-th non-zero element in row-major order (numpy's nonzero stacked; a
+// scalar X gives [0, count], count 0 or 1, as ONNX Runtime). NaN is non-zero, −0 is zero. Any
+// dtype.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -159,9 +165,38 @@ void unique(KernelContext& ctx) {
   }
 }
 
+template <class T>
+void non_zero(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const T* xp = x.data<T>();
+  const int64_t n = x.numel();
+  std::vector<int64_t> at;
+  for (int64_t i = 0; i < n; ++i)
+    if (widen(xp[i]) != decltype(widen(xp[i])){0}) at.push_back(i);
+  const int64_t count = static_cast<int64_t>(at.size()), rank = x.rank();
+  int64_t* y = ctx.allocate_output(0, DType::I64, {rank, count}).template data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t flat = at[j];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      const int64_t size = x.dim(static_cast<int>(d));
+      y[d * count + j] = flat % size;
+      flat /= size;
+    }
+  }
+}
+
 }  // namespace
 
 void register_selection(KernelRegistry& r) {
+  r.add(OpId::NonZero, Device::CPU, DType::F32, function_kernel(non_zero<float>));
+  r.add(OpId::NonZero, Device::CPU, DType::F64, function_kernel(non_zero<double>));
+  r.add(OpId::NonZero, Device::CPU, DType::F16, function_kernel(non_zero<Eigen::half>));
+  r.add(OpId::NonZero, Device::CPU, DType::BF16, function_kernel(non_zero<Eigen::bfloat16>));
+  r.add(OpId::NonZero, Device::CPU, DType::I64, function_kernel(non_zero<int64_t>));
+  r.add(OpId::NonZero, Device::CPU, DType::I32, function_kernel(non_zero<int32_t>));
+  r.add(OpId::NonZero, Device::CPU, DType::I8, function_kernel(non_zero<int8_t>));
+  r.add(OpId::NonZero, Device::CPU, DType::U8, function_kernel(non_zero<uint8_t>));
+  r.add(OpId::NonZero, Device::CPU, DType::Bool, function_kernel(non_zero<bool>));
   r.add(OpId::Compress, Device::CPU, kAnyDType, function_kernel(compress));
   r.add(OpId::Unique, Device::CPU, DType::F32, function_kernel(unique<float>));
   r.add(OpId::Unique, Device::CPU, DType::F64, function_kernel(unique<double>));

@@ -270,6 +270,7 @@ void register_shape_gradients(GradientRegistry& r) {
   // ArgMax (a Gather of the boxes by NonMaxSuppression's indices trains through Gather's data).
   r.add(OpId::NonMaxSuppression, {nullptr, {0, 1, 2, 3, 4}});
   r.add(OpId::BitShift, {nullptr, {0, 1}});
+  r.add(OpId::NonZero, {nullptr, {0}});
 }
 
 }  // namespace oat::train

@@ -845,6 +845,7 @@ const std::vector<Case>& cases() {
                     q8({3, 250, 1, 7}, {1, 1, 2, 2}, DType::I8), f32({}, In::Positive),
                     q8({0}, Shape{}, DType::I8), f32({}, In::Positive), q8({128}, Shape{}, DType::U8)},
                    1, one});
+    }
     // Detection and data-dependent selection. NonMaxSuppression runs on the host in a CUDA
     // executor (its inputs downloaded): these cases check that path.
     {

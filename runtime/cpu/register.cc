@@ -25,6 +25,7 @@ void register_kernels(KernelRegistry& r) {
   register_selection(r);
   register_det(r);
   register_bitshift(r);
+  register_random(r);
   register_grad_reduce(r);
   register_grad_activation(r);
   register_grad_loss(r);

@@ -513,8 +513,12 @@ std::vector<Case> cases() {
 // Ops whose F16/BF16 behaviour is checked by the named TEST_CASEs below instead of the table.
 // Control flow (If, Loop, Scan) registers for every dtype and runs its subgraph's own kernels:
 // tests/runtime/control_flow_test.cc and the ONNX conformance cases.
+// The random generators draw in float and round once: their F16/BF16 outputs are checked for
+// distribution and range in tests/runtime/random_test.cc (values cannot equal an F32 draw's).
 const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
-                                            "If", "Loop", "Scan"};
+                                            "If", "Loop", "Scan", "RandomNormal", "RandomUniform",
+                                            "RandomNormalLike", "RandomUniformLike", "Bernoulli",
+                                            "Multinomial"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
 const std::set<std::string> kFp32Only = {"SGDUpdate", "AdamUpdate", "UnscaleAndCheck",
                                          "GlobalNormClip"};

@@ -1,0 +1,323 @@
+// Random generators: RandomNormal, RandomUniform (1), RandomNormalLike, RandomUniformLike (1),
+// Bernoulli (15), Multinomial (7).
+//
+// Seeding (as ONNX Runtime): each kernel instance owns one std::mt19937_64, seeded once when the
+// kernel is created, from the node's float 'seed' attribute (static_cast<int64_t>(seed)) when it
+// has one, else from the process-wide seed (random_seed(): OAT_RANDOM_SEED when set, else drawn
+// from std::random_device at the first use) mixed with a counter, so unseeded nodes draw
+// different streams. The generator then advances: each run draws new numbers (a VAE's noise, a
+// noise layer differ step to step), and a seeded model's sequence of runs is reproducible from
+// process to process. The numbers are not ONNX Runtime's (its engine and distributions are
+// std::default_random_engine's, implementation-defined), only their distribution is.
+//
+// Draws, in row-major order:
+//   u       = (w >> 11) · 2^-53 with w the next 64-bit word: uniform on [0, 1)
+//   uniform = low + (high - low) · u                          (RandomUniform, RandomUniformLike)
+//   normal  = mean + scale · z, z from Box-Muller on a pair of uniforms (u1, u2):
+//             r = sqrt(-2 ln(1 - u1)), z0 = r cos(2π u2), z1 = r sin(2π u2), both used
+//   Bernoulli: y = (u < p) ? 1 : 0 with p the input element (p outside [0, 1] or NaN fails)
+//   Multinomial: per batch row, p_j = exp(x_j - max x) / Σ_k exp(x_k - max x) (the input holds
+//             unnormalised log-probabilities); each of sample_size draws is the first class j
+//             with u < Σ_{k<=j} p_k (the last class whose p_j > 0 when rounding leaves u above
+//             the sum).
+// F32, F16 and BF16 draw and compute in float and round once to the output type; F64 in double.
+// A uniform value that rounding would carry to `high` (or past it) becomes the largest value of
+// the output type below `high`, so every output lies in [low, high).
+//
+// The 'dtype' attribute is a TensorProto code: 1 float, 10 float16, 11 double, 16 bfloat16 for
+// the four float generators (the *Like ops default to the input's dtype, which must be a float
+// type then); Bernoulli's output may also be int8/uint8/int32/int64/bool (default: the input's);
+// Multinomial's is int32 (6, the default) or int64 (7).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/cpu/register.h"
+
+namespace oat::cpu {
+
+namespace {
+
+// The process-wide seed: OAT_RANDOM_SEED when set, else one std::random_device draw.
+uint64_t process_seed() {
+  static const uint64_t seed = [] {
+    if (const char* s = std::getenv("OAT_RANDOM_SEED"); s && *s)
+      return static_cast<uint64_t>(std::strtoull(s, nullptr, 10));
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+
+// splitmix64: spreads (process seed + counter) into well-separated generator seeds.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::mt19937_64 node_generator(const Node& n) {
+  if (n.has_attr("seed"))
+    return std::mt19937_64(static_cast<uint64_t>(static_cast<int64_t>(n.attr_float("seed", 0))));
+  static std::atomic<uint64_t> counter{0};
+  return std::mt19937_64(splitmix64(process_seed() + counter.fetch_add(1)));
+}
+
+// u in [0, 1) with 53 random bits.
+inline double uniform01(std::mt19937_64& g) {
+  return static_cast<double>(g() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// TensorProto code -> DType for the float generators (and Bernoulli's wider set).
+DType dtype_code(const Node& n, int64_t code, bool allow_non_float) {
+  switch (code) {
+    case 1: return DType::F32;
+    case 10: return DType::F16;
+    case 11: return DType::F64;
+    case 16: return DType::BF16;
+    default: break;
+  }
+  if (allow_non_float) {
+    switch (code) {
+      case 2: return DType::U8;
+      case 3: return DType::I8;
+      case 6: return DType::I32;
+      case 7: return DType::I64;
+      case 9: return DType::Bool;
+      default: break;
+    }
+  }
+  throw Unsupported(cat(n.describe(), ": output dtype code ", code, " is not supported"),
+                    cat(n.op_type, "(dtype=", code, ")"));
+}
+
+template <class T>
+using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// The output dtype of a generator: the 'dtype' attribute, else `def` (Undefined: float32).
+DType output_dtype(const KernelContext& ctx, DType def, bool allow_non_float) {
+  const Node& n = ctx.node();
+  if (n.has_attr("dtype")) return dtype_code(n, n.attr_int("dtype", 1), allow_non_float);
+  if (def == DType::Undefined) return DType::F32;
+  if (!allow_non_float && !is_floating(def))
+    ctx.fail(cat("input dtype ", dtype_name(def),
+                 " is not a float type and no 'dtype' attribute names the output's"));
+  return def;
+}
+
+// The largest T strictly below `high` (a float/double attribute value).
+template <class T>
+T largest_below(double high) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T t = static_cast<T>(high);
+    while (static_cast<double>(t) >= high) t = std::nextafter(t, -std::numeric_limits<T>::infinity());
+    return t;
+  } else {  // Eigen::half / Eigen::bfloat16: step the 16-bit pattern towards -inf
+    T t = static_cast<T>(static_cast<float>(high));
+    while (static_cast<double>(static_cast<float>(t)) >= high) {
+      uint16_t b = Eigen::numext::bit_cast<uint16_t>(t);
+      if (b == 0x0000 || b == 0x8000) b = 0x8001;  // ±0 -> the smallest negative subnormal
+      else if (b & 0x8000) ++b;                    // negative: larger magnitude
+      else --b;                                    // positive: smaller magnitude
+      t = Eigen::numext::bit_cast<T>(b);
+    }
+    return t;
+  }
+}
+
+// Fills y (dtype `dt`, any float type) with uniforms on [low, high) or normals (mean, scale).
+void fill_random(std::mt19937_64& g, Tensor& y, bool normal, double a, double b) {
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+      using C = Compute<T>;
+      T* d = y.data<T>();
+      const int64_t n = y.numel();
+      if (normal) {
+        const double two_pi = 6.283185307179586476925286766559;
+        for (int64_t i = 0; i < n; i += 2) {
+          const double u1 = uniform01(g), u2 = uniform01(g);
+          const C r = static_cast<C>(std::sqrt(-2.0 * std::log1p(-u1)));
+          const C th = static_cast<C>(two_pi * u2);
+          d[i] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::cos(th));
+          if (i + 1 < n)
+            d[i + 1] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::sin(th));
+        }
+      } else {
+        const T top = largest_below<T>(b);
+        for (int64_t i = 0; i < n; ++i) {
+          const C u = static_cast<C>(uniform01(g));
+          T v = static_cast<T>(static_cast<C>(a) + (static_cast<C>(b) - static_cast<C>(a)) * u);
+          if (static_cast<double>(static_cast<C>(v)) >= b) v = top;
+          d[i] = v;
+        }
+      }
+    } else {
+      throw Error("random generators write float tensors only");
+    }
+  });
+}
+
+// RandomNormal / RandomUniform (no input: 'shape') and their *Like forms (the input's shape;
+// its values are not read).
+class RandomFloatKernel : public OpKernel {
+ public:
+  RandomFloatKernel(const Node& n, bool normal, bool like)
+      : gen_(node_generator(n)), normal_(normal), like_(like) {
+    if (normal) {
+      a_ = n.attr_float("mean", 0.0f);
+      b_ = n.attr_float("scale", 1.0f);
+    } else {
+      a_ = n.attr_float("low", 0.0f);
+      b_ = n.attr_float("high", 1.0f);
+    }
+    if (!like) {
+      if (!n.has_attr("shape")) throw Error(cat(n.describe(), ": missing attribute 'shape'"));
+      shape_ = n.attr_ints("shape");
+      for (int64_t d : shape_)
+        if (d < 0) throw Error(cat(n.describe(), ": shape ", shape_str(shape_), " has a negative dimension"));
+    }
+  }
+
+  void compute(KernelContext& ctx) override {
+    if (!normal_ && !(a_ < b_)) ctx.fail(cat("low ", a_, " is not below high ", b_));
+    DType dt;
+    Shape shape;
+    if (like_) {
+      const Tensor& x = ctx.input(0);
+      dt = output_dtype(ctx, x.dtype(), false);
+      shape = x.shape();
+    } else {
+      dt = output_dtype(ctx, DType::Undefined, false);
+      shape = shape_;
+    }
+    Tensor& y = ctx.allocate_output(0, dt, shape);
+    fill_random(gen_, y, normal_, a_, b_);
+  }
+
+ private:
+  std::mt19937_64 gen_;
+  bool normal_, like_;
+  double a_ = 0, b_ = 1;
+  Shape shape_;
+};
+
+// Bernoulli: y = (u < p) ? 1 : 0 elementwise, in the 'dtype' attribute's type (default: p's).
+class BernoulliKernel : public OpKernel {
+ public:
+  explicit BernoulliKernel(const Node& n) : gen_(node_generator(n)) {}
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& p = ctx.input(0);
+    if (!is_floating(p.dtype()))
+      ctx.fail(cat("input dtype ", dtype_name(p.dtype()), " is not a float type"));
+    const DType dt = output_dtype(ctx, p.dtype(), true);
+    Tensor& y = ctx.allocate_output(0, dt, p.shape());
+    const int64_t n = p.numel();
+    std::vector<uint8_t> bits(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const double pi = p.item_as_double(i);
+      if (!(pi >= 0 && pi <= 1))
+        ctx.fail(cat("probability ", pi, " at element ", i, " is outside [0, 1]"));
+      bits[static_cast<size_t>(i)] = uniform01(gen_) < pi;
+    }
+    dispatch_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* d = y.data<T>();
+      for (int64_t i = 0; i < n; ++i) d[i] = bits[static_cast<size_t>(i)] ? T(1) : T(0);
+    });
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// Multinomial: input [batch, classes] of unnormalised log-probabilities, output
+// [batch, sample_size] class indices (int32 by default, or int64).
+class MultinomialKernel : public OpKernel {
+ public:
+  explicit MultinomialKernel(const Node& n)
+      : gen_(node_generator(n)), samples_(n.attr_int("sample_size", 1)) {
+    const int64_t code = n.attr_int("dtype", 6);
+    if (code == 6) out_ = DType::I32;
+    else if (code == 7) out_ = DType::I64;
+    else
+      throw Error(cat(n.describe(), ": dtype ", code, " must be int32 (6) or int64 (7)"));
+    if (samples_ < 0) throw Error(cat(n.describe(), ": sample_size ", samples_, " is negative"));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (!is_floating(x.dtype()))
+      ctx.fail(cat("input dtype ", dtype_name(x.dtype()), " is not a float type"));
+    if (x.shape().size() != 2)
+      ctx.fail(cat("input shape ", shape_str(x.shape()), " is not [batch_size, class_size]"));
+    const int64_t batch = x.shape()[0], classes = x.shape()[1];
+    if (classes == 0 && batch > 0 && samples_ > 0) ctx.fail("class_size is 0");
+    Tensor& y = ctx.allocate_output(0, out_, {batch, samples_});
+    std::vector<double> cdf(static_cast<size_t>(classes));
+    std::vector<int64_t> idx(static_cast<size_t>(batch * samples_));
+    for (int64_t b = 0; b < batch; ++b) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < classes; ++j) mx = std::max(mx, x.item_as_double(b * classes + j));
+      if (!std::isfinite(mx))
+        ctx.fail(cat("row ", b, " has no finite log-probability (max ", mx, ")"));
+      double s = 0;
+      int64_t last = 0;
+      for (int64_t j = 0; j < classes; ++j) {
+        const double e = std::exp(x.item_as_double(b * classes + j) - mx);
+        if (e > 0) last = j;
+        s += e;
+        cdf[static_cast<size_t>(j)] = s;
+      }
+      for (int64_t k = 0; k < samples_; ++k) {
+        const double u = uniform01(gen_) * s;
+        int64_t j = static_cast<int64_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+        if (j > last) j = last;
+        idx[static_cast<size_t>(b * samples_ + k)] = j;
+      }
+    }
+    if (out_ == DType::I32) {
+      int32_t* d = y.data<int32_t>();
+      for (size_t i = 0; i < idx.size(); ++i) d[i] = static_cast<int32_t>(idx[i]);
+    } else {
+      std::copy(idx.begin(), idx.end(), y.data<int64_t>());
+    }
+  }
+
+ private:
+  std::mt19937_64 gen_;
+  int64_t samples_;
+  DType out_ = DType::I32;
+};
+
+template <bool kNormal, bool kLike>
+KernelFactory float_generator() {
+  return [](const Node& n) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<RandomFloatKernel>(n, kNormal, kLike);
+  };
+}
+
+}  // namespace
+
+void register_random(KernelRegistry& r) {
+  const Device cpu = Device::CPU;
+  // Every dtype: the generators read no values (the *Like ops only the input's shape), Bernoulli
+  // and Multinomial check their input's dtype and widen each element to double.
+  r.add(OpId::RandomNormal, cpu, kAnyDType, float_generator<true, false>());
+  r.add(OpId::RandomUniform, cpu, kAnyDType, float_generator<false, false>());
+  r.add(OpId::RandomNormalLike, cpu, kAnyDType, float_generator<true, true>());
+  r.add(OpId::RandomUniformLike, cpu, kAnyDType, float_generator<false, true>());
+  r.add(OpId::Bernoulli, cpu, kAnyDType, kernel_factory<BernoulliKernel>());
+  r.add(OpId::Multinomial, cpu, kAnyDType, kernel_factory<MultinomialKernel>());
+}
+
+}  // namespace oat::cpu

@@ -271,6 +271,12 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::NonMaxSuppression, {nullptr, {0, 1, 2, 3, 4}});
   r.add(OpId::BitShift, {nullptr, {0, 1}});
   r.add(OpId::NonZero, {nullptr, {0}});
+  // Random generators: their outputs are constants for the step (drawn in the forward pass).
+  // The *Like ops read only their input's shape and Bernoulli's probabilities get no gradient
+  // (as torch.bernoulli); a VAE's z = mu + sigma * eps trains mu and sigma through Mul and Add.
+  for (OpId op : {OpId::RandomNormal, OpId::RandomUniform, OpId::RandomNormalLike,
+                  OpId::RandomUniformLike, OpId::Bernoulli, OpId::Multinomial})
+    r.add(op, {nullptr, {0}});
 }
 
 }  // namespace oat::train

@@ -111,14 +111,14 @@ TEST_CASE("an unsupported op names the node, the op and the opset") {
   mb.save(f.dir.path / "foobar.onnx");
   f.expect_error(f.infer(f.dir / "foobar.onnx", {f.x_ok}, f.out),
                  {"'strange_node'", "FooBar", "opset 13", "not supported"});
-  // Multinomial is a real ONNX op (opset 7) that this build does not implement.
+  // TfIdfVectorizer is a real ONNX op (opset 9) that this build does not implement.
   ModelBuilder mn(11);
   mn.input("x", kFloat, {2, 3});
-  mn.output("y", onnx::TensorProto_DataType_INT32, {2, 1});
-  mn.node("Multinomial", {"x"}, {"y"}, "sampler");
-  mn.save(f.dir.path / "multinomial.onnx");
-  f.expect_error(f.infer(f.dir / "multinomial.onnx", {f.x_ok}, f.out),
-                 {"'sampler'", "Multinomial", "opset 11", "not supported"});
+  mn.output("y", kFloat, {2, 1});
+  mn.node("TfIdfVectorizer", {"x"}, {"y"}, "vectorizer");
+  mn.save(f.dir.path / "tfidf.onnx");
+  f.expect_error(f.infer(f.dir / "tfidf.onnx", {f.x_ok}, f.out),
+                 {"'vectorizer'", "TfIdfVectorizer", "opset 11", "not supported"});
   // An operator domain the loader does not know.
   mb.g()->mutable_node(0)->set_domain("com.microsoft");
   mb.save(f.dir.path / "ms.onnx");

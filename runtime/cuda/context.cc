@@ -276,18 +276,36 @@ namespace {
 // have to synchronise to size it anyway; they sit at the end of detection graphs or in index
 // arithmetic), and Det (small batched matrices, an LU per matrix; no device kernel yet). See
 // runtime/cuda/README.md, "Host-placed ops".
+// The random generators (RandomNormal, RandomUniform, their *Like forms, Bernoulli, Multinomial)
+// also run on the host, with the CPU kernel's per-node generator (runtime/cpu/kernels/random.cc):
+// the same stream as on the CPU, the draw uploaded (a device input is downloaded first, as for
+// the ops above; the *Like ops only read its shape). A CUDA graph would replay the draw made at capture time at every step (an
+// upload captures a pinned copy of the host values), so a step with one is not captured:
+// placement() fails the capture naming the node, and the Trainer runs that step eagerly.
+bool random_op(OpId op) {
+  switch (op) {
+    case OpId::RandomNormal: case OpId::RandomUniform: case OpId::RandomNormalLike:
+    case OpId::RandomUniformLike: case OpId::Bernoulli: case OpId::Multinomial:
+      return true;
+    default: return false;
+  }
+}
+
 bool host_placed(OpId op) {
   switch (op) {
     case OpId::NonMaxSuppression: case OpId::Compress: case OpId::Unique: case OpId::Det:
     case OpId::NonZero:
       return true;
-    default: return false;
+    default: return random_op(op);
   }
 }
 
 }  // namespace
 
 Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>& inputs) const {
+  if (random_op(node.op) && capturing_)
+    throw Error(cat(node.describe(), ": draws random numbers on the host; a CUDA graph would replay "
+                    "the captured draw at every step: this step cannot be captured"));
   if (host_placed(node.op)) return Device::CPU;
   // The host when every input is already there and is integer (shape arithmetic) or a scalar
   // (a learning-rate product, Range's bounds): the device would only add copies.

@@ -869,6 +869,27 @@ const std::vector<Case>& cases() {
                    {vals({2, 4}, {1, 2, 1, 0, 3, 4, 3, 0})}, 4, all3, "columns"});
       v.push_back({"Det", 11, {}, {flt({2, 3, 3})}});
       v.push_back({"NonZero", 13, {}, {vals({2, 3}, {0, 1, -0.f, 2.5f, 0, -3})}});
+      // Random generators: host-placed with the CPU kernel's per-node generator, so a seeded node
+      // draws the same numbers under both executors (each run_on builds a new kernel from the
+      // seed) and agrees element-wise; an unseeded one would not (runtime/cpu/kernels/random.cc).
+      for (DType dt : all3) {
+        const int64_t code = dt == DType::F32 ? 1 : dt == DType::F16 ? 10 : 16;
+        v.push_back({"RandomNormal", 1,
+                     {{"shape", attr_ints({3, 5})}, {"mean", attr_f(1)}, {"scale", attr_f(2)},
+                      {"seed", attr_f(4)}, {"dtype", attr_i(code)}},
+                     {}, 1, {dt}});
+        v.push_back({"RandomUniform", 1,
+                     {{"shape", attr_ints({4, 3})}, {"low", attr_f(-1)}, {"high", attr_f(2)},
+                      {"seed", attr_f(5)}, {"dtype", attr_i(code)}},
+                     {}, 1, {dt}});
+      }
+      v.push_back({"RandomNormalLike", 1, {{"seed", attr_f(6)}}, {flt({2, 3, 4})}});
+      v.push_back({"RandomUniformLike", 1, {{"seed", attr_f(7)}, {"high", attr_f(3)}},
+                   {flt({5, 4})}});
+      v.push_back({"Bernoulli", 15, {{"seed", attr_f(8)}},
+                   {vals({2, 4}, {0, 0.25f, 0.5f, 1, 0.9f, 0.1f, 0.75f, 0})}});
+      v.push_back({"Multinomial", 7, {{"seed", attr_f(9)}, {"sample_size", attr_i(6)}},
+                   {vals({2, 3}, {0, 1, -1, 2, 0.5f, -3})}});
       // RoiAlign, MaxUnpool and BitShift have CUDA kernels.
       v.push_back({"RoiAlign", 16, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
                    {flt({2, 3, 6, 5}), vals({3, 4}, {0, 0, 4, 5, 1.5f, 0.5f, 3, 2.5f, -1, 2, 6, 7}),
@@ -999,8 +1020,13 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
   // Placed on the host by CudaContext (their output's length depends on the values): no CUDA
   // kernel; their cases run the CUDA executor's download path (runtime/cuda/README.md).
+  // The random generators are host-placed too (one generator per node, the CPU's stream on
+  // every backend; a step with one is not captured in a CUDA graph): their seeded cases agree.
   const std::set<OpId> host_placed = {OpId::NonMaxSuppression, OpId::Compress, OpId::Unique,
-                                       OpId::Det, OpId::NonZero};
+                                       OpId::Det, OpId::NonZero, OpId::RandomNormal,
+                                       OpId::RandomUniform, OpId::RandomNormalLike,
+                                       OpId::RandomUniformLike, OpId::Bernoulli,
+                                       OpId::Multinomial};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};

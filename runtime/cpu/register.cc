@@ -26,6 +26,9 @@ void register_kernels(KernelRegistry& r) {
   register_det(r);
   register_bitshift(r);
   register_random(r);
+  // signal processing (opset 17)
+  register_signal_window(r);
+  register_dft(r);
   register_grad_reduce(r);
   register_grad_activation(r);
   register_grad_loss(r);

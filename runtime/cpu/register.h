@@ -35,6 +35,9 @@ void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
 // kernels/random.cc: RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli
 // Multinomial
 void register_random(KernelRegistry& r);
+// signal processing (opset 17)
+void register_signal_window(KernelRegistry& r);  // kernels/signal_window.cc: Hann/Hamming/BlackmanWindow MelWeightMatrix
+void register_dft(KernelRegistry& r);            // kernels/dft.cc: DFT STFT DFTGrad STFTGrad
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

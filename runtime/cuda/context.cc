@@ -296,6 +296,13 @@ bool host_placed(OpId op) {
     case OpId::NonMaxSuppression: case OpId::Compress: case OpId::Unique: case OpId::Det:
     case OpId::NonZero:
       return true;
+    // Signal processing (opset 17): the window and mel-filter generators read host scalars only
+    // (as Range); DFT, STFT and their adjoints have no device kernel yet (an FFT per line in
+    // double on the host).
+    case OpId::HannWindow: case OpId::HammingWindow: case OpId::BlackmanWindow:
+    case OpId::MelWeightMatrix: case OpId::DFT: case OpId::STFT: case OpId::DFTGrad:
+    case OpId::STFTGrad:
+      return true;
     default: return random_op(op);
   }
 }

@@ -916,6 +916,24 @@ const std::vector<Case>& cases() {
       v.push_back({"BitShift", 11, {{"direction", attr_s("RIGHT")}}, {sx, sy}, 1, {DType::U8},
                    "right"});
     }
+    // Signal processing (opset 17): DFT, STFT and their adjoints are host-placed in a CUDA
+    // executor (no device kernel yet); these cases check the download path. The window and mel
+    // generators are host-only (host scalars in), as Range.
+    {
+      const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
+      v.push_back({"DFT", 17, {}, {flt({2, 8, 1})}});
+      v.push_back({"DFT", 17, {{"axis", attr_i(2)}, {"inverse", attr_i(1)}}, {flt({2, 3, 6, 2})},
+                   1, all3, "inverse, axis 2"});
+      v.push_back({"DFT", 17, {{"onesided", attr_i(1)}}, {flt({3, 12, 1}), ints({10}, Shape{})},
+                   1, all3, "onesided, dft_length 10"});
+      v.push_back({"STFT", 17, {}, {flt({2, 32, 1}), ints({4}, Shape{}), flt({8})}});
+      v.push_back({"DFTGrad", 1, {{"axis", attr_i(1)}}, {flt({2, 8, 2}), flt({2, 8, 1})}});
+      v.push_back({"DFTGrad", 1, {{"axis", attr_i(1)}, {"onesided", attr_i(1)}},
+                   {flt({3, 6, 2}), flt({3, 12, 1}), ints({10}, Shape{})}, 1, all3,
+                   "onesided, dft_length 10"});
+      v.push_back({"STFTGrad", 1, {},
+                   {flt({2, 7, 5, 2}), flt({2, 32, 1}), ints({4}, Shape{}), flt({8})}, 2});
+    }
     return v;
   }();
   return all;
@@ -1014,7 +1032,10 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                        OpId::BitShift};
   // Generators run on the host in every executor (their outputs are shapes and constants,
   // uploaded where a device node reads them): no CUDA kernel, no case.
-  const std::set<OpId> host_only = {OpId::Constant, OpId::ConstantOfShape, OpId::Range};
+  const std::set<OpId> host_only = {OpId::Constant, OpId::ConstantOfShape, OpId::Range,
+                                     // signal generators (opset 17), host-placed by CudaContext
+                                     OpId::HannWindow, OpId::HammingWindow, OpId::BlackmanWindow,
+                                     OpId::MelWeightMatrix};
   // Control flow runs on the CPU only (runtime/cpu/kernels/control_flow.cc): a device executor
   // refuses a graph with If, Loop or Scan, naming the node.
   const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
@@ -1026,7 +1047,9 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                        OpId::Det, OpId::NonZero, OpId::RandomNormal,
                                        OpId::RandomUniform, OpId::RandomNormalLike,
                                        OpId::RandomUniformLike, OpId::Bernoulli,
-                                       OpId::Multinomial};
+                                       OpId::Multinomial,
+                                       // signal processing (opset 17): no device kernel yet
+                                       OpId::DFT, OpId::STFT, OpId::DFTGrad, OpId::STFTGrad};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};

@@ -506,6 +506,12 @@ std::vector<Case> cases() {
       {"NonZero", 13, none, {Sm({3, 5})}, 1, true},
       {"RoiAlignGrad", 1, {{"output_height", attr_i(3)}, {"output_width", attr_i(2)}},
        {U({4, 3, 3, 2}), I({2, 3, 6, 5}), P({4, 4}), I({4}, {1, 0, 0, 1})}},
+      // signal processing (opset 17)
+      {"DFT", 17, {{"axis", attr_i(1)}}, {U({2, 12, 2})}},
+      {"DFT", 17, {{"onesided", attr_i(1)}}, {U({3, 8, 1}), I({}, {6})}},
+      {"STFT", 17, none, {U({2, 24, 1}), I({}, {4}), U({8})}},
+      {"DFTGrad", 1, {{"axis", attr_i(1)}}, {U({2, 12, 2}), U({2, 12, 1})}},
+      {"STFTGrad", 1, none, {U({2, 5, 5, 2}), U({2, 24, 1}), I({}, {4}), U({8})}, 2},
   };
   return v;
 }
@@ -519,6 +525,12 @@ const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "Con
                                             "If", "Loop", "Scan", "RandomNormal", "RandomUniform",
                                             "RandomNormalLike", "RandomUniformLike", "Bernoulli",
                                             "Multinomial"};
+// The signal generators take integer sizes and write output_datatype (F16/BF16 included):
+// tests/runtime/signal_test.cc.
+const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
+                                            "If", "Loop", "Scan",
+                                            "HannWindow", "HammingWindow", "BlackmanWindow",
+                                            "MelWeightMatrix"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
 const std::set<std::string> kFp32Only = {"SGDUpdate", "AdamUpdate", "UnscaleAndCheck",
                                          "GlobalNormClip"};

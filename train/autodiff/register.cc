@@ -12,6 +12,7 @@ void register_gradients(GradientRegistry& r) {
   register_reduce_gradients(r);
   register_shape_gradients(r);
   register_quantize_gradients(r);
+  register_signal_gradients(r);
 }
 
 }  // namespace oat::train

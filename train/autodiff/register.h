@@ -17,5 +17,6 @@ void register_loss_gradients(GradientRegistry& r);         // grads/loss.cc (sof
 void register_reduce_gradients(GradientRegistry& r);       // grads/reduce.cc
 void register_shape_gradients(GradientRegistry& r);        // grads/shape.cc
 void register_quantize_gradients(GradientRegistry& r);     // grads/quantize.cc (fake quantization)
+void register_signal_gradients(GradientRegistry& r);       // grads/signal.cc (DFT, STFT)
 
 }  // namespace oat::train

@@ -277,6 +277,12 @@ void register_shape_gradients(GradientRegistry& r) {
   for (OpId op : {OpId::RandomNormal, OpId::RandomUniform, OpId::RandomNormalLike,
                   OpId::RandomUniformLike, OpId::Bernoulli, OpId::Multinomial})
     r.add(op, {nullptr, {0}});
+  // Signal generators (opset 17): windows and mel filters from integer sizes and scalar band
+  // edges, nothing to differentiate (a window or mel matrix is a constant of the graph). DFT and
+  // STFT train through their adjoints (grads/signal.cc).
+  for (OpId op : {OpId::HannWindow, OpId::HammingWindow, OpId::BlackmanWindow})
+    r.add(op, {nullptr, {0}});
+  r.add(OpId::MelWeightMatrix, {nullptr, {0, 1, 2, 3, 4}});
 }
 
 }  // namespace oat::train

@@ -33,7 +33,8 @@ OpLists OpLists::defaults() {
   // normalisations (a Pow, a variance). The quantization ops divide by a scale and round to an
   // integer grid (FP16 would move values across rounding boundaries; ONNX up to opset 18 defines
   // them on float32 only), so fake quantization (QuantizeLinear -> DequantizeLinear) runs FP32
-  // and its output is cast for the FP16 Conv/MatMul after it.
+  // and its output is cast for the FP16 Conv/MatMul after it. DFT and STFT are sums of L terms
+  // (a spectrum's DC bin is the frame's sum, a power spectrum its square), as ReduceSum.
   l.deny = {"Exp", "Log", "Pow", "Reciprocal", "Softplus", "Softmax", "LogSoftmax", "Tan", "Sinh",
             "Cosh", "Atanh",
             "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "ReduceSum", "ReduceMean",
@@ -42,7 +43,7 @@ OpLists OpLists::defaults() {
             "GroupNormalization", "InstanceNormalization", "LpNormalization", "Range", "TopK",
             "Resize", "Upsample", "GridSample", "LRN", "MeanVarianceNormalization",
             "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearMatMul",
-            "QLinearConv"};
+            "QLinearConv", "DFT", "STFT"};
   // Run in the precision their inputs arrive in (the widest wins). Beyond DESIGN.md's table: Mean
   // (as Sum), Shrink (piecewise linear, as Clip), and the inverse functions whose results stay
   // small: Asin, Acos, Atan (bounded), Asinh, Acosh (logarithmic growth) -- sensitive only near

@@ -189,6 +189,9 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     set(0, input(2));
   } else if (op == "RandomNormal" || op == "RandomUniform") {
     set(0, from_type_attr(n, "dtype", DType::F32));
+  } else if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" ||
+             op == "MelWeightMatrix") {  // signal generators: integer sizes in, floats out
+    set(0, from_type_attr(n, "output_datatype", DType::F32));
   } else if (op == "RandomNormalLike" || op == "RandomUniformLike" || op == "EyeLike") {
     set(0, from_type_attr(n, "dtype", input(0)));
   } else if (op == "QuantizeLinear") {  // y in the zero point's type (uint8 without one)

@@ -84,7 +84,9 @@ TEST_CASE("default op lists are DESIGN.md's table") {
                          "Upsample",
                          "GridSample",
                          "LRN",
-                         "MeanVarianceNormalization"})
+                         "MeanVarianceNormalization",
+                         "DFT",
+                         "STFT"})
     CHECK_MESSAGE(l.list_of(op) == OpList::Deny, op);
   CHECK(l.infer == std::set<std::string>{"Add",
                                          "Sub",

@@ -521,16 +521,13 @@ std::vector<Case> cases() {
 // tests/runtime/control_flow_test.cc and the ONNX conformance cases.
 // The random generators draw in float and round once: their F16/BF16 outputs are checked for
 // distribution and range in tests/runtime/random_test.cc (values cannot equal an F32 draw's).
-const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
-                                            "If", "Loop", "Scan", "RandomNormal", "RandomUniform",
-                                            "RandomNormalLike", "RandomUniformLike", "Bernoulli",
-                                            "Multinomial"};
 // The signal generators take integer sizes and write output_datatype (F16/BF16 included):
 // tests/runtime/signal_test.cc.
 const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
-                                            "If", "Loop", "Scan",
-                                            "HannWindow", "HammingWindow", "BlackmanWindow",
-                                            "MelWeightMatrix"};
+                                            "If", "Loop", "Scan", "RandomNormal", "RandomUniform",
+                                            "RandomNormalLike", "RandomUniformLike", "Bernoulli",
+                                            "Multinomial", "HannWindow", "HammingWindow",
+                                            "BlackmanWindow", "MelWeightMatrix"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
 const std::set<std::string> kFp32Only = {"SGDUpdate", "AdamUpdate", "UnscaleAndCheck",
                                          "GlobalNormClip"};

@@ -15,6 +15,7 @@
 // gradient for MaxUnpool (training through it is refused, naming the node).
 #include <cstring>
 
+#include "runtime/cpu/kernels/max_unpool_args.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -23,44 +24,12 @@ namespace {
 
 class MaxUnpoolKernel : public OpKernel {
  public:
-  explicit MaxUnpoolKernel(const Node& n)
-      : kernel_(n.attr_ints("kernel_shape")), strides_(n.attr_ints("strides")),
-        pads_(n.attr_ints("pads")) {
-    if (kernel_.empty()) throw Error(cat(n.describe(), ": attribute kernel_shape is required"));
-  }
+  explicit MaxUnpoolKernel(const Node& n) : attrs_(n) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& idx = ctx.input(1);
-    const int64_t k = static_cast<int64_t>(kernel_.size());
-    if (x.rank() != k + 2)
-      ctx.fail(cat("X must be [N, C] plus ", k, " spatial dims (kernel_shape has ", k,
-                   "), got ", shape_str(x.shape())));
-    if (idx.dtype() != DType::I64)
-      ctx.fail(cat("I must be int64, got ", dtype_name(idx.dtype())));
-    if (idx.shape() != x.shape())
-      ctx.fail(cat("I must have X's shape ", shape_str(x.shape()), ", got ",
-                   shape_str(idx.shape())));
-    if (!strides_.empty() && static_cast<int64_t>(strides_.size()) != k)
-      ctx.fail(cat("strides must have ", k, " values, got ", strides_.size()));
-    if (!pads_.empty() && static_cast<int64_t>(pads_.size()) != 2 * k)
-      ctx.fail(cat("pads must have ", 2 * k, " values, got ", pads_.size()));
-    Shape ys;
-    if (const Tensor* os = ctx.input_or_null(2)) {
-      if (os->dtype() != DType::I64 || os->rank() != 1 || os->numel() != x.rank())
-        ctx.fail(cat("output_shape must be int64 [", x.rank(), "], got ", dtype_name(os->dtype()),
-                     " ", shape_str(os->shape())));
-      ys = Shape(os->data<int64_t>(), os->data<int64_t>() + os->numel());
-      for (int64_t d : ys)
-        if (d < 0) ctx.fail(cat("output_shape must not be negative, got ", shape_str(ys)));
-    } else {
-      ys = {x.dim(0), x.dim(1)};
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t s = strides_.empty() ? 1 : strides_[i];
-        const int64_t pb = pads_.empty() ? 0 : pads_[i], pe = pads_.empty() ? 0 : pads_[k + i];
-        ys.push_back((x.dim(static_cast<int>(i + 2)) - 1) * s + kernel_[i] - pb - pe);
-      }
-    }
+    const Shape ys = attrs_.output_shape(ctx, x, idx, ctx.input_or_null(2));
     Tensor& y = ctx.allocate_output(0, x.dtype(), ys);
     const size_t es = dtype_size(x.dtype());
     std::memset(y.raw_data(), 0, y.nbytes());
@@ -77,7 +46,7 @@ class MaxUnpoolKernel : public OpKernel {
   }
 
  private:
-  std::vector<int64_t> kernel_, strides_, pads_;
+  MaxUnpoolAttrs attrs_;
 };
 
 }  // namespace

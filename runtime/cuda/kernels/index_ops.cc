@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/max_unpool_args.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/index_ops_impl.h"
@@ -19,44 +20,14 @@ namespace {
 
 class MaxUnpoolKernel : public OpKernel {
  public:
-  explicit MaxUnpoolKernel(const Node& n)
-      : kernel_(n.attr_ints("kernel_shape")), strides_(n.attr_ints("strides")),
-        pads_(n.attr_ints("pads")) {
-    if (kernel_.empty()) throw Error(cat(n.describe(), ": attribute kernel_shape is required"));
-  }
+  explicit MaxUnpoolKernel(const Node& n) : attrs_(n) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& idx = ctx.input(1);
-    const int64_t k = static_cast<int64_t>(kernel_.size());
-    if (x.rank() != k + 2)
-      ctx.fail(cat("X must be [N, C] plus ", k, " spatial dims (kernel_shape has ", k,
-                   "), got ", shape_str(x.shape())));
-    if (idx.dtype() != DType::I64) ctx.fail(cat("I must be int64, got ", dtype_name(idx.dtype())));
-    if (idx.shape() != x.shape())
-      ctx.fail(cat("I must have X's shape ", shape_str(x.shape()), ", got ",
-                   shape_str(idx.shape())));
-    if (!strides_.empty() && static_cast<int64_t>(strides_.size()) != k)
-      ctx.fail(cat("strides must have ", k, " values, got ", strides_.size()));
-    if (!pads_.empty() && static_cast<int64_t>(pads_.size()) != 2 * k)
-      ctx.fail(cat("pads must have ", 2 * k, " values, got ", pads_.size()));
-    Shape ys;
-    if (ctx.has_input(2)) {
-      const Tensor os = host_input(ctx, 2);
-      if (os.dtype() != DType::I64 || os.rank() != 1 || os.numel() != x.rank())
-        ctx.fail(cat("output_shape must be int64 [", x.rank(), "], got ", dtype_name(os.dtype()),
-                     " ", shape_str(os.shape())));
-      ys = os.to_int_vector();
-      for (int64_t d : ys)
-        if (d < 0) ctx.fail(cat("output_shape must not be negative, got ", shape_str(ys)));
-    } else {
-      ys = {x.dim(0), x.dim(1)};
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t s = strides_.empty() ? 1 : strides_[i];
-        const int64_t pb = pads_.empty() ? 0 : pads_[i], pe = pads_.empty() ? 0 : pads_[k + i];
-        ys.push_back((x.dim(static_cast<int>(i + 2)) - 1) * s + kernel_[i] - pb - pe);
-      }
-    }
+    Tensor given;
+    if (ctx.has_input(2)) given = host_input(ctx, 2);
+    const Shape ys = attrs_.output_shape(ctx, x, idx, ctx.has_input(2) ? &given : nullptr);
     CudaContext& cc = cuda_context(ctx);
     Tensor& y = ctx.allocate_output(0, x.dtype(), ys);
     const int64_t n = y.numel();
@@ -81,7 +52,7 @@ class MaxUnpoolKernel : public OpKernel {
   }
 
  private:
-  std::vector<int64_t> kernel_, strides_, pads_;
+  cpu::MaxUnpoolAttrs attrs_;
 };
 
 class BitShiftKernel : public OpKernel {

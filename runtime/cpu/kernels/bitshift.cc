@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/bitshift_args.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -14,25 +15,12 @@ namespace {
 
 class BitShiftKernel : public OpKernel {
  public:
-  explicit BitShiftKernel(const Node& n) {
-    const std::string d = n.attr_string("direction", "");
-    if (d != "LEFT" && d != "RIGHT")
-      throw Error(cat(n.describe(), ": direction must be \"LEFT\" or \"RIGHT\", got \"", d, "\""));
-    left_ = d == "LEFT";
-  }
+  explicit BitShiftKernel(const Node& n) : left_(bitshift_left(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
-    if (x.dtype() != DType::U8 || y.dtype() != DType::U8)
-      ctx.fail(cat("X and Y must be uint8 (the unsigned type this runtime stores), got ",
-                   dtype_name(x.dtype()), " and ", dtype_name(y.dtype())));
-    Shape out;
-    try {
-      out = broadcast_shapes({x.shape(), y.shape()});
-    } catch (const Error& e) {
-      ctx.fail(e.what());
-    }
+    const Shape out = bitshift_output_shape(ctx, x, y);
     Tensor& z = ctx.allocate_output(0, DType::U8, out);
     const std::vector<std::vector<int64_t>> strides = {
         contiguous_strides(out), broadcast_strides(x.shape(), out),

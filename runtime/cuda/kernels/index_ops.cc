@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/bitshift_args.h"
 #include "runtime/cpu/kernels/max_unpool_args.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/common.h"
@@ -57,25 +58,12 @@ class MaxUnpoolKernel : public OpKernel {
 
 class BitShiftKernel : public OpKernel {
  public:
-  explicit BitShiftKernel(const Node& n) {
-    const std::string d = n.attr_string("direction", "");
-    if (d != "LEFT" && d != "RIGHT")
-      throw Error(cat(n.describe(), ": direction must be \"LEFT\" or \"RIGHT\", got \"", d, "\""));
-    left_ = d == "LEFT";
-  }
+  explicit BitShiftKernel(const Node& n) : left_(cpu::bitshift_left(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
-    if (x.dtype() != DType::U8 || y.dtype() != DType::U8)
-      ctx.fail(cat("X and Y must be uint8 (the unsigned type this runtime stores), got ",
-                   dtype_name(x.dtype()), " and ", dtype_name(y.dtype())));
-    Shape out;
-    try {
-      out = cpu::broadcast_shapes({x.shape(), y.shape()});
-    } catch (const Error& e) {
-      ctx.fail(e.what());
-    }
+    const Shape out = cpu::bitshift_output_shape(ctx, x, y);
     Tensor& z = ctx.allocate_output(0, DType::U8, out);
     launch_bitshift(left_, x.data<uint8_t>(), y.data<uint8_t>(), z.data<uint8_t>(), z.numel(),
                     make_broadcast_index(out, {x.shape(), y.shape()}), stream_of(ctx));

@@ -1,0 +1,288 @@
+// The CUDA emulator's kernel execution: every thread of every block, on the CPU (launch.h).
+//
+// A block's threads are ucontext fibers scheduled round-robin on the calling OS thread. A fiber
+// runs until it finishes or blocks at a barrier:
+//   __syncthreads():  opens when every live thread of the block is waiting at it;
+//   a warp shuffle:   opens when every live lane of the warp is waiting at one; then every lane
+//                     reads the value its source lane brought (all read before any moves on).
+// A block whose live threads are all blocked but no barrier can open is a deadlock (e.g.
+// __syncthreads inside a branch some threads skip): an error naming the kernel's configuration.
+// If the first block reaches no barrier at all, the kernel has none and the other blocks' threads
+// run as plain calls (much faster); a barrier reached in that mode is an error too.
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/emulator/launch.h"
+#include "runtime/cuda/emulator/stream.h"
+
+namespace oat_emu {
+
+thread_local ThreadIndex t_index;
+
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+
+enum class State { Ready, AtBarrier, AtShuffle, Done };
+
+struct Fiber {
+  ucontext_t ctx{};
+  char* stack = nullptr;
+  State state = State::Ready;
+  uint3 index{0, 0, 0};
+  int linear = 0;
+  // Barrier / shuffle operands and results.
+  int predicate = 0, barrier_result = 0;
+  uint64_t shuffle_in = 0, shuffle_out = 0;
+  int shuffle_kind = 0, shuffle_delta = 0, shuffle_width = 32;
+};
+
+struct BlockRun {
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler{};
+  int current = -1;
+  bool direct = false;  // threads run as plain calls: no barrier may be reached
+  bool any_barrier = false;
+  const std::function<void()>* body = nullptr;
+  std::exception_ptr error;
+};
+
+thread_local BlockRun* t_run = nullptr;
+
+[[noreturn]] void emulator_abort(const std::string& what) {
+  std::fprintf(stderr, "CUDA emulator: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+char* stack_of(size_t i) {
+  static thread_local std::vector<char*> pool;
+  while (pool.size() <= i) {
+    void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) emulator_abort("cannot map a fiber stack");
+    pool.push_back(static_cast<char*>(p));
+  }
+  return pool[i];
+}
+
+void fiber_main() {
+  BlockRun& run = *t_run;
+  try {
+    (*run.body)();
+  } catch (...) {
+    if (!run.error) run.error = std::current_exception();
+  }
+  run.fibers[static_cast<size_t>(run.current)].state = State::Done;
+  // uc_link returns to the scheduler.
+}
+
+void switch_to_scheduler() {
+  BlockRun& run = *t_run;
+  Fiber& f = run.fibers[static_cast<size_t>(run.current)];
+  swapcontext(&f.ctx, &run.scheduler);
+  t_run = &run;
+}
+
+uint3 unflatten(int i, dim3 b) {
+  const unsigned u = static_cast<unsigned>(i);
+  return uint3{u % b.x, (u / b.x) % b.y, u / (b.x * b.y)};
+}
+
+std::string config_text(dim3 g, dim3 b) {
+  return "grid (" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
+         ") block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) +
+         ")";
+}
+
+// Opens whatever barriers can open; false when none could (deadlock) while some wait.
+bool release(BlockRun& run) {
+  const int n = static_cast<int>(run.fibers.size());
+  bool opened = false;
+  for (int w = 0; w < n; w += 32) {
+    const int end = std::min(n, w + 32);
+    bool all = true, some = false;
+    for (int t = w; t < end; ++t) {
+      const State s = run.fibers[static_cast<size_t>(t)].state;
+      if (s == State::AtShuffle) some = true;
+      else if (s != State::Done) all = false;
+    }
+    if (!all || !some) continue;
+    for (int t = w; t < end; ++t) {
+      Fiber& f = run.fibers[static_cast<size_t>(t)];
+      if (f.state != State::AtShuffle) continue;
+      const int lane = t - w, width = f.shuffle_width, seg = lane / width * width;
+      int src = lane;
+      switch (f.shuffle_kind) {
+        case 0: src = lane + f.shuffle_delta; if (src >= seg + width) src = lane; break;
+        case 1: src = lane - f.shuffle_delta; if (src < seg) src = lane; break;
+        case 2: src = lane ^ f.shuffle_delta; if (src >= seg + width || src < seg) src = lane; break;
+        default: src = seg + ((f.shuffle_delta % width) + width) % width; break;
+      }
+      const Fiber& from = src + w < end ? run.fibers[static_cast<size_t>(src + w)] : f;
+      f.shuffle_out = from.state == State::AtShuffle ? from.shuffle_in : f.shuffle_in;
+    }
+    for (int t = w; t < end; ++t)
+      if (run.fibers[static_cast<size_t>(t)].state == State::AtShuffle)
+        run.fibers[static_cast<size_t>(t)].state = State::Ready;
+    opened = true;
+  }
+  if (opened) return true;
+  bool all = true, some = false;
+  int any_pred = 0;
+  for (const Fiber& f : run.fibers) {
+    if (f.state == State::AtBarrier) {
+      some = true;
+      any_pred |= f.predicate;
+    } else if (f.state != State::Done) {
+      all = false;
+    }
+  }
+  if (!all || !some) return false;
+  for (Fiber& f : run.fibers)
+    if (f.state == State::AtBarrier) {
+      f.barrier_result = any_pred;
+      f.state = State::Ready;
+    }
+  return true;
+}
+
+// Runs one block with fibers; returns whether any barrier was reached.
+bool run_block_fibers(const std::function<void()>& body, dim3 grid, dim3 block, uint3 block_idx) {
+  const int n = static_cast<int>(block.x * block.y * block.z);
+  BlockRun run;
+  run.body = &body;
+  run.fibers.resize(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) {
+    Fiber& f = run.fibers[static_cast<size_t>(t)];
+    f.linear = t;
+    f.index = unflatten(t, block);
+    f.stack = stack_of(static_cast<size_t>(t));
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack;
+    f.ctx.uc_stack.ss_size = kStackBytes;
+    f.ctx.uc_link = &run.scheduler;
+    makecontext(&f.ctx, fiber_main, 0);
+  }
+  BlockRun* outer = t_run;
+  t_run = &run;
+  t_index.block = block_idx;
+  t_index.block_dim = block;
+  t_index.grid_dim = grid;
+  for (;;) {
+    bool ran = false;
+    for (int t = 0; t < n; ++t) {
+      Fiber& f = run.fibers[static_cast<size_t>(t)];
+      if (f.state != State::Ready) continue;
+      run.current = t;
+      t_index.thread = f.index;
+      swapcontext(&run.scheduler, &f.ctx);
+      t_run = &run;
+      ran = true;
+    }
+    bool done = true;
+    for (const Fiber& f : run.fibers) done = done && f.state == State::Done;
+    if (done) break;
+    if (!release(run) && !ran)
+      emulator_abort("deadlock in a kernel with " + config_text(grid, block) + " at block (" +
+                     std::to_string(block_idx.x) + "," + std::to_string(block_idx.y) + "," +
+                     std::to_string(block_idx.z) +
+                     "): threads wait at a __syncthreads or shuffle that others never reach");
+    if (!ran) continue;
+  }
+  t_run = outer;
+  if (run.error) std::rethrow_exception(run.error);
+  return run.any_barrier;
+}
+
+void execute(dim3 grid, dim3 block, const std::function<void()>& body) {
+  const int n = static_cast<int>(block.x * block.y * block.z);
+  bool fibers = true;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        const uint3 b{bx, by, bz};
+        if (fibers) {
+          fibers = run_block_fibers(body, grid, block, b);
+          continue;
+        }
+        BlockRun direct;
+        direct.direct = true;
+        BlockRun* outer = t_run;
+        t_run = &direct;
+        t_index.block = b;
+        t_index.block_dim = block;
+        t_index.grid_dim = grid;
+        for (int t = 0; t < n; ++t) {
+          t_index.thread = unflatten(t, block);
+          body();
+        }
+        t_run = outer;
+      }
+}
+
+}  // namespace
+
+int block_barrier(int predicate) {
+  BlockRun* run = t_run;
+  if (!run) emulator_abort("__syncthreads called outside a kernel");
+  if (run->direct)
+    emulator_abort("__syncthreads reached in a block after the first block reached none");
+  run->any_barrier = true;
+  Fiber& f = run->fibers[static_cast<size_t>(run->current)];
+  f.predicate = predicate;
+  f.state = State::AtBarrier;
+  switch_to_scheduler();
+  return run->fibers[static_cast<size_t>(run->current)].barrier_result;
+}
+
+uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width) {
+  BlockRun* run = t_run;
+  if (!run) emulator_abort("warp shuffle called outside a kernel");
+  if (run->direct)
+    emulator_abort("warp shuffle reached in a block after the first block reached none");
+  if (width <= 0 || width > 32 || (width & (width - 1)))
+    emulator_abort("warp shuffle width " + std::to_string(width) + " is not a power of 2 <= 32");
+  run->any_barrier = true;
+  Fiber& f = run->fibers[static_cast<size_t>(run->current)];
+  f.shuffle_in = bits;
+  f.shuffle_kind = kind;
+  f.shuffle_delta = delta;
+  f.shuffle_width = width;
+  f.state = State::AtShuffle;
+  switch_to_scheduler();
+  return run->fibers[static_cast<size_t>(run->current)].shuffle_out;
+}
+
+void launch_kernel(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   std::function<void()> body) {
+  const unsigned long long threads =
+      static_cast<unsigned long long>(block.x) * block.y * block.z;
+  const bool bad = grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 ||
+                   block.z == 0 || threads > 1024 || block.z > 64 || grid.x > 2147483647u ||
+                   grid.y > 65535 || grid.z > 65535;
+  if (bad) {
+    record_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  if (smem > 48 * 1024) {
+    record_error(cudaErrorInvalidValue);
+    return;
+  }
+  enqueue(stream, "kernel launch", [grid, block, body = std::move(body)] {
+    try {
+      execute(grid, block, body);
+    } catch (const std::exception& e) {
+      emulator_abort(std::string("a kernel with ") + config_text(grid, block) + " threw: " + e.what());
+    }
+  });
+}
+
+}  // namespace oat_emu

@@ -1,0 +1,65 @@
+// The CUDA emulator's kernel launches (see runtime/cuda/emulator/README.md).
+//
+//   kernel<<<grid, block, smem, stream>>>(args...)
+// is rewritten at build time (tools/emu_rewrite.cc) into
+//   ::oat_emu::Launch(grid, block, smem, stream)(kernel, args...)
+// which checks the launch configuration as the CUDA runtime does (an error for cudaGetLastError,
+// nothing run), converts the arguments to the kernel's parameter types now (a launch copies its
+// arguments), and hands one closure to the stream: it runs every thread of every block on the
+// CPU, or is recorded while the stream captures a graph.
+//
+// Threads of a block run as fibers on one OS thread: a thread runs until it reaches
+// __syncthreads() or a warp shuffle, and a barrier opens when every live thread of the block (of
+// the warp, for a shuffle) has reached it, so block reductions and shuffles mean what they mean on
+// a GPU. A kernel whose first block reaches no barrier runs its other threads as plain calls.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace oat_emu {
+
+// What threadIdx, blockIdx, blockDim and gridDim read while a kernel runs.
+struct ThreadIndex {
+  uint3 thread{0, 0, 0}, block{0, 0, 0};
+  dim3 block_dim{1, 1, 1}, grid_dim{1, 1, 1};
+};
+extern thread_local ThreadIndex t_index;
+
+// __syncthreads_or semantics; __syncthreads is sync(0).
+int block_barrier(int predicate);
+// The value of `bits` held by source lane src(lane) of the calling thread's warp, where
+// kind: 0 down (lane + delta), 1 up (lane - delta), 2 xor (lane ^ delta), 3 idx (delta);
+// lanes outside the thread's `width` segment read their own value, as on a GPU.
+uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width);
+
+// Runs (or records) one launch of `body`, each thread calling it once.
+void launch_kernel(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   std::function<void()> body);
+
+class Launch {
+ public:
+  Launch(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = nullptr)
+      : grid_(grid), block_(block), smem_(smem), stream_(stream) {}
+
+  template <class... P, class... A>
+  void operator()(void (*kernel)(P...), A&&... args) const {
+    static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong argument count");
+    std::tuple<std::decay_t<P>...> params(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
+    launch_kernel(grid_, block_, smem_, stream_,
+                  [kernel, params]() { std::apply(kernel, params); });
+  }
+
+ private:
+  dim3 grid_, block_;
+  size_t smem_;
+  cudaStream_t stream_;
+};
+
+}  // namespace oat_emu

@@ -36,3 +36,25 @@ TEST_CASE("infer --device cuda") {
   CHECK(r.status != 0);
   CHECK(r.err.find("tpu") != std::string::npos);
 }
+
+// `check --device cuda` on the zoo's transformer: every node within tolerance in fp32 and fp16.
+// In fp32 the bias gradients of the attention key projections are mathematically zero (softmax is
+// shift invariant), FP32 noise on both paths summed in different orders; check measures sums
+// against the size of their terms (train/check.cc, sum_like), else they failed with rel ~1.
+TEST_CASE("check --device cuda passes on the zoo transformer (fp32 and fp16)") {
+  TempDir dir;
+  const std::string model = dir / "transformer.onnx";
+  REQUIRE(run_cli({"zoo", "transformer", "-o", model}, dir).status == 0);
+  for (const char* p : {"fp32", "fp16"}) {
+    CAPTURE(p);
+    const CliResult r =
+        run_cli({"check", model, "--device", "cuda", "--precision", p, "--batch", "4"}, dir);
+    if (cuda::device_count() == 0) {
+      CHECK(r.status == 1);
+      CHECK(r.err.find("no CUDA device") != std::string::npos);
+      continue;
+    }
+    CHECK(r.status == 0);
+    CHECK(r.out.find("0 failing") != std::string::npos);
+  }
+}

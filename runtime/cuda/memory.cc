@@ -4,6 +4,10 @@
 #include "runtime/cuda/device.h"
 #include "runtime/tensor.h"
 
+#ifdef OAT_CUDA_EMULATED
+#include "runtime/cuda/emulator/stream.h"
+#endif
+
 namespace oat::cuda {
 
 namespace {
@@ -52,6 +56,10 @@ std::shared_ptr<Storage> allocate_storage(size_t bytes) {
   }();
   (void)ok;
   void* p = device_allocator().allocate(bytes, t_current.id);
+#ifdef OAT_CUDA_EMULATED
+  // The emulator: a reused block reads as NaN again and writes past `bytes` are caught.
+  if (p) oat_emu::set_extent(p, bytes);
+#endif
   return Storage::make_external(p, bytes, Device::CUDA, p ? release_block : nullptr);
 }
 

@@ -8,10 +8,15 @@
 #ifdef OAT_CUDA_EMULATED
 
 #include <cublas_v2.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <string>
 #include <vector>
 
 #include "runtime/cuda/emulator/device.h"
+#include "runtime/cuda/emulator/stream.h"
 
 namespace {
 
@@ -40,6 +45,34 @@ void skipped_barrier_kernel(int* out) {
   if (threadIdx.x == 0) return;  // thread 0 leaves; the others still meet at the barrier
   __syncthreads();
   out[threadIdx.x] = 1;
+}
+
+void overflow_kernel(float* x, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i <= n) x[i] = 1.f;  // one element too many
+}
+
+// Runs `f` in a child process; returns its stderr and whether it died of SIGABRT.
+template <class F>
+std::pair<std::string, bool> in_child(F f) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    f();
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(k));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {err, WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT};
 }
 
 template <class T>
@@ -105,6 +138,26 @@ TEST_CASE("emulator: launch configurations and copies are checked as the CUDA ru
   CHECK(std::isnan(f[0]));
   cudaFree(fresh);
   cudaFree(d);
+}
+
+TEST_CASE("emulator: a write past a buffer's end, or a host read of device memory, stops the run") {
+  auto [err, aborted] = in_child([] {
+    float* d = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&d), 10 * sizeof(float));
+    oat_emu::Launch(1, 64).named("overflow_kernel")(overflow_kernel, d, int64_t{10});
+  });
+  CHECK(aborted);
+  CHECK(err.find("overflow_kernel wrote past the end of a 40-byte device buffer") !=
+        std::string::npos);
+  auto [err2, aborted2] = in_child([] {
+    float* d = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&d), 16);
+    oat_emu::install_fault_handler();  // doctest installed its own
+    volatile float v = d[0];  // a device pointer dereferenced on the host
+    (void)v;
+  });
+  CHECK_FALSE(aborted2);  // SIGSEGV, re-raised
+  CHECK(err2.find("host code touched device memory") != std::string::npos);
 }
 
 TEST_CASE("emulator: a capture records work, replays it, and refuses synchronisation") {

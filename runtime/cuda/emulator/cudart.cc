@@ -57,6 +57,8 @@ namespace {
 
 constexpr size_t kArenaBytes = size_t{16} << 30;
 constexpr size_t kAlign = 256;
+constexpr size_t kRedzone = 256;  // bytes after every allocation's extent that must stay intact
+constexpr unsigned char kCanary = 0xA5;
 
 std::recursive_mutex g_mutex;
 thread_local cudaError_t t_last_error = cudaSuccess;
@@ -67,7 +69,10 @@ struct Arena {
   size_t high = 0;                       // bytes from base ever handed out (page rounded)
   std::map<size_t, size_t> free_blocks;  // offset -> size, coalesced
   std::map<size_t, size_t> used;         // offset -> size (rounded up to kAlign)
-  std::map<size_t, size_t> requested;    // offset -> the size cudaMalloc was asked for
+  // offset -> the bytes in use: what cudaMalloc was asked for, or what set_extent says of a
+  // block the caching allocator hands out again. Up to kRedzone bytes after it are a canary.
+  std::map<size_t, size_t> requested;
+  std::map<size_t, size_t> malloc_size;  // offset -> what cudaMalloc was asked for
   int open_depth = 0;
   bool protect = true;
 };
@@ -89,6 +94,17 @@ void segv_handler(int sig, siginfo_t* info, void*) {
   raise(sig);
 }
 
+}  // namespace
+
+void install_fault_handler() {
+  struct sigaction sa {};
+  sa.sa_sigaction = segv_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, nullptr);
+}
+
+namespace {
+
 Arena& arena() {
   static Arena* a = [] {
     auto* ar = new Arena;
@@ -102,10 +118,7 @@ Arena& arena() {
     ar->free_blocks[0] = kArenaBytes;
     const char* env = std::getenv("OAT_EMU_PROTECT");
     ar->protect = !(env && std::string(env) == "0");
-    struct sigaction sa {};
-    sa.sa_sigaction = segv_handler;
-    sa.sa_flags = SA_SIGINFO;
-    sigaction(SIGSEGV, &sa, nullptr);
+    install_fault_handler();
     return ar;
   }();
   return *a;
@@ -121,7 +134,7 @@ size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 void* arena_alloc(size_t n) {
   Arena& a = arena();
-  const size_t need = round_up(n == 0 ? 1 : n, kAlign);
+  const size_t need = round_up(n + kRedzone, kAlign);
   for (auto it = a.free_blocks.begin(); it != a.free_blocks.end(); ++it) {
     if (it->second < need) continue;
     const size_t off = it->first, size = it->second;
@@ -129,13 +142,15 @@ void* arena_alloc(size_t n) {
     if (size > need) a.free_blocks[off + need] = size - need;
     a.used[off] = need;
     a.requested[off] = n;
+    a.malloc_size[off] = n;
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t end = round_up(off + need, page);
     if (end > a.high) {
       a.high = end;
     }
     DeviceAccess open;
-    std::memset(a.base + off, 0xFF, need);
+    std::memset(a.base + off, 0xFF, n);
+    std::memset(a.base + off + n, kCanary, need - n);
     return a.base + off;
   }
   return nullptr;
@@ -152,6 +167,7 @@ bool arena_free(void* p) {
   size_t start = off, size = it->second;
   a.used.erase(it);
   a.requested.erase(off);
+  a.malloc_size.erase(off);
   auto next = a.free_blocks.lower_bound(start);
   if (next != a.free_blocks.end() && next->first == start + size) {
     size += next->second;
@@ -193,10 +209,30 @@ void invalidate_all(const char* what) {
     }
 }
 
+// After each piece of device work: every allocation's redzone must still hold the canary, else
+// that work wrote past the end of a buffer (a GPU would corrupt a neighbour silently).
+void check_redzones(const std::string& what) {
+  Arena& a = arena();
+  for (const auto& [off, extent] : a.requested) {
+    const size_t size = a.used.at(off);
+    const size_t end = std::min(size, extent + kRedzone);
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(a.base + off);
+    for (size_t i = extent; i < end; ++i)
+      if (p[i] != kCanary) {
+        std::fprintf(stderr,
+                     "CUDA emulator: %s wrote past the end of a %zu-byte device buffer at %p "
+                     "(byte %zu after its end)\n",
+                     what.c_str(), extent, static_cast<const void*>(p), i - extent);
+        std::abort();
+      }
+  }
+}
+
 void run_op(const Op& op) {
   if (op.device) {
     DeviceAccess open;
     op.work();
+    check_redzones(op.what);
   } else {
     op.work();
   }
@@ -290,6 +326,26 @@ cudaError_t capture_violation(cudaStream_t stream, const char* what) {
 }
 
 void record_error(cudaError_t e) { t_last_error = e; }
+
+void set_extent(void* p, size_t n) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  Arena& a = arena();
+  if (!is_device_pointer(p)) return;
+  const size_t off = static_cast<size_t>(static_cast<char*>(p) - a.base);
+  auto it = a.malloc_size.find(off);
+  if (it == a.malloc_size.end() || n > it->second) return;
+  if (any_capture()) {
+    // Blocks are reused in stream order inside a capture: the recorded work of the block's
+    // previous tensor runs at replay, after this call, and may write all of it. Only the whole
+    // allocation is guarded while capturing; nothing is poisoned (nothing recorded has run).
+    a.requested[off] = it->second;
+    return;
+  }
+  a.requested[off] = n;
+  DeviceAccess open;
+  std::memset(a.base + off, 0xFF, n);
+  std::memset(a.base + off + n, kCanary, std::min(a.used.at(off) - n, kRedzone));
+}
 
 bool device_range(const void* p, size_t n, const char** base, size_t* size) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);

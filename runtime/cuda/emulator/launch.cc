@@ -55,6 +55,7 @@ struct BlockRun {
 };
 
 thread_local BlockRun* t_run = nullptr;
+thread_local const char* t_kernel = "a kernel";  // the running kernel's name, for messages
 
 [[noreturn]] void emulator_abort(const std::string& what) {
   std::fprintf(stderr, "CUDA emulator: %s\n", what.c_str());
@@ -191,7 +192,8 @@ bool run_block_fibers(const std::function<void()>& body, dim3 grid, dim3 block, 
     for (const Fiber& f : run.fibers) done = done && f.state == State::Done;
     if (done) break;
     if (!release(run) && !ran)
-      emulator_abort("deadlock in a kernel with " + config_text(grid, block) + " at block (" +
+      emulator_abort(std::string("deadlock in ") + t_kernel + " with " + config_text(grid, block) +
+                     " at block (" +
                      std::to_string(block_idx.x) + "," + std::to_string(block_idx.y) + "," +
                      std::to_string(block_idx.z) +
                      "): threads wait at a __syncthreads or shuffle that others never reach");
@@ -234,7 +236,8 @@ int block_barrier(int predicate) {
   BlockRun* run = t_run;
   if (!run) emulator_abort("__syncthreads called outside a kernel");
   if (run->direct)
-    emulator_abort("__syncthreads reached in a block after the first block reached none");
+    emulator_abort(std::string(t_kernel) +
+                   ": __syncthreads reached in a block after the first block reached none");
   run->any_barrier = true;
   Fiber& f = run->fibers[static_cast<size_t>(run->current)];
   f.predicate = predicate;
@@ -247,7 +250,8 @@ uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width) {
   BlockRun* run = t_run;
   if (!run) emulator_abort("warp shuffle called outside a kernel");
   if (run->direct)
-    emulator_abort("warp shuffle reached in a block after the first block reached none");
+    emulator_abort(std::string(t_kernel) +
+                   ": warp shuffle reached in a block after the first block reached none");
   if (width <= 0 || width > 32 || (width & (width - 1)))
     emulator_abort("warp shuffle width " + std::to_string(width) + " is not a power of 2 <= 32");
   run->any_barrier = true;
@@ -261,7 +265,7 @@ uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width) {
   return run->fibers[static_cast<size_t>(run->current)].shuffle_out;
 }
 
-void launch_kernel(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+void launch_kernel(const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    std::function<void()> body) {
   const unsigned long long threads =
       static_cast<unsigned long long>(block.x) * block.y * block.z;
@@ -276,11 +280,12 @@ void launch_kernel(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
     record_error(cudaErrorInvalidValue);
     return;
   }
-  enqueue(stream, "kernel launch", [grid, block, body = std::move(body)] {
+  enqueue(stream, name, [name, grid, block, body = std::move(body)] {
+    t_kernel = name;
     try {
       execute(grid, block, body);
     } catch (const std::exception& e) {
-      emulator_abort(std::string("a kernel with ") + config_text(grid, block) + " threw: " + e.what());
+      emulator_abort(std::string(name) + " with " + config_text(grid, block) + " threw: " + e.what());
     }
   });
 }

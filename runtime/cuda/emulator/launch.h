@@ -2,7 +2,7 @@
 //
 //   kernel<<<grid, block, smem, stream>>>(args...)
 // is rewritten at build time (tools/emu_rewrite.cc) into
-//   ::oat_emu::Launch(grid, block, smem, stream)(kernel, args...)
+//   ::oat_emu::Launch(grid, block, smem, stream).named("FILE:LINE kernel")(kernel, args...)
 // which checks the launch configuration as the CUDA runtime does (an error for cudaGetLastError,
 // nothing run), converts the arguments to the kernel's parameter types now (a launch copies its
 // arguments), and hands one closure to the stream: it runs every thread of every block on the
@@ -39,8 +39,9 @@ int block_barrier(int predicate);
 // lanes outside the thread's `width` segment read their own value, as on a GPU.
 uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width);
 
-// Runs (or records) one launch of `body`, each thread calling it once.
-void launch_kernel(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+// Runs (or records) one launch of `body`, each thread calling it once; `name` (the kernel and
+// its source line) is what errors name.
+void launch_kernel(const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    std::function<void()> body);
 
 class Launch {
@@ -48,11 +49,17 @@ class Launch {
   Launch(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = nullptr)
       : grid_(grid), block_(block), smem_(smem), stream_(stream) {}
 
+  // The rewritten launches name themselves: "file.cu:line kernel<T>".
+  Launch& named(const char* name) {
+    name_ = name;
+    return *this;
+  }
+
   template <class... P, class... A>
   void operator()(void (*kernel)(P...), A&&... args) const {
     static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong argument count");
     std::tuple<std::decay_t<P>...> params(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
-    launch_kernel(grid_, block_, smem_, stream_,
+    launch_kernel(name_, grid_, block_, smem_, stream_,
                   [kernel, params]() { std::apply(kernel, params); });
   }
 
@@ -60,6 +67,7 @@ class Launch {
   dim3 grid_, block_;
   size_t smem_;
   cudaStream_t stream_;
+  const char* name_ = "a kernel";
 };
 
 }  // namespace oat_emu

@@ -1,5 +1,6 @@
 // Build-time tool of the CUDA emulator: copies a .cu file to a C++ file with every kernel launch
-//   NAME<TARGS> <<<CONFIG>>> (ARGS)   ->   ::oat_emu::Launch(CONFIG)(NAME<TARGS>, ARGS)
+//   NAME<TARGS> <<<CONFIG>>> (ARGS)
+//     ->   ::oat_emu::Launch(CONFIG).named("FILE:LINE NAME<TARGS>")(NAME<TARGS>, ARGS)
 // so g++ compiles it. NAME may be qualified; TARGS may nest angle brackets. A `#line 1 "FILE"`
 // first line keeps compiler messages pointing at the .cu file.
 //   usage: oat_emu_rewrite IN.cu OUT.cc
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
   buf << in.rdbuf();
   const std::string s = buf.str();
   std::string out = "#line 1 \"" + std::string(argv[1]) + "\"\n";
+  std::string source = argv[1];  // named from runtime/ on, for messages
+  if (const size_t r = source.find("runtime/"); r != std::string::npos) source = source.substr(r);
   size_t pos = 0;
   int launches = 0;
   for (;;) {
@@ -69,7 +72,13 @@ int main(int argc, char** argv) {
     const std::string config = s.substr(open + 3, close - open - 3);
     const std::string kernel = s.substr(start, open - start);
     out += s.substr(pos, start - pos);
-    out += "::oat_emu::Launch(" + config + ")(" + kernel + (no_args ? "" : ", ");
+    const size_t line = 1 + std::count(s.begin(), s.begin() + static_cast<long>(open), '\n');
+    std::string flat;  // the kernel expression on one line, for its name
+    for (char c : kernel)
+      if (c != '\n' && c != '"') flat += c;
+    while (!flat.empty() && std::isspace(static_cast<unsigned char>(flat.back()))) flat.pop_back();
+    out += "::oat_emu::Launch(" + config + ").named(\"" + source + ":" + std::to_string(line) +
+           " " + flat + "\")(" + kernel + (no_args ? "" : ", ");
     pos = paren + 1;
     ++launches;
   }

@@ -31,6 +31,15 @@ namespace oat_emu {
 // work, but without access to device memory.
 void enqueue_host(cudaStream_t stream, const char* what, std::function<void()> work);
 
+// The caching allocator hands the block at `p` (an allocation's start) out again for `n` bytes:
+// its first n bytes become NaN (0xFF) again, as unwritten memory is garbage on a GPU, and the
+// bytes after them a redzone that device work must not write.
+void set_extent(void* p, size_t n);
+
+// (Re)installs the SIGSEGV handler that names a host access to device memory (installed when
+// device memory is first used; a test harness that installs its own handlers may need it again).
+void install_fault_handler();
+
 // Sets the error cudaGetLastError reports next (a bad launch configuration, ...).
 void record_error(cudaError_t e);
 

@@ -313,27 +313,53 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(
   });
 }
 
+namespace {
+
+// One convolution direction, the three sharing everything but which tensor is accumulated:
+//   Forward         y[yi]  += x[xi] · w[wi]     (in0 = x,  in1 = w,  out = y)
+//   BackwardData    dx[xi] += dy[yi] · w[wi]    (in0 = dy, in1 = w,  out = dx)
+//   BackwardFilter  dw[wi] += x[xi] · dy[yi]    (in0 = x,  in1 = dy, out = dw)
+// over every (xi, wi, yi) term of the geometry; then out = alpha·acc + beta·out.
+cudnnStatus_t convolution(Dir d, const char* name, cudnnHandle_t handle, const void* alpha,
+                          const void* beta, const cudnnTensorDescriptor_t xDesc,
+                          const cudnnFilterDescriptor_t wDesc,
+                          const cudnnConvolutionDescriptor_t convDesc,
+                          const cudnnTensorDescriptor_t yDesc, const void* in0, const void* in1,
+                          void* out, int algo, void* workSpace, size_t workSpaceSizeInBytes) {
+  return guard([&] {
+    ConvGeom g;
+    cudnnStatus_t st = make_geom(xDesc, wDesc, convDesc, yDesc, &g);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    st = check_call(d, handle, alpha, beta, in0, in1, out, algo, workSpace, workSpaceSizeInBytes,
+                    g);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);
+    oat_emu::enqueue(handle->stream, name, [=] {
+      const auto& s0 = d == Dir::BackwardData ? g.y : g.x;
+      const auto& s1 = d == Dir::Forward ? g.w : d == Dir::BackwardData ? g.w : g.y;
+      const auto& so = d == Dir::Forward ? g.y : d == Dir::BackwardData ? g.x : g.w;
+      const std::vector<double> v0 = gather(in0, g.dtype, s0), v1 = gather(in1, g.dtype, s1);
+      std::vector<double> acc(static_cast<size_t>(so.numel()), 0.0);
+      for_each_term(g, [&](int64_t xi, int64_t wi, int64_t yi) {
+        if (d == Dir::Forward) acc[yi] += v0[xi] * v1[wi];
+        else if (d == Dir::BackwardData) acc[xi] += v0[yi] * v1[wi];
+        else acc[wi] += v0[xi] * v1[yi];
+      });
+      write_out(out, g.dtype, so, acc, a, b);
+    });
+    return CUDNN_STATUS_SUCCESS;
+  });
+}
+
+}  // namespace
+
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(
     cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xDesc, const void* x,
     const cudnnFilterDescriptor_t wDesc, const void* w, const cudnnConvolutionDescriptor_t convDesc,
     cudnnConvolutionFwdAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes,
     const void* beta, const cudnnTensorDescriptor_t yDesc, void* y) {
-  return guard([&] {
-    ConvGeom g;
-    cudnnStatus_t st = make_geom(xDesc, wDesc, convDesc, yDesc, &g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    st = check_call(Dir::Forward, handle, alpha, beta, x, w, y, algo, workSpace,
-                    workSpaceSizeInBytes, g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);
-    oat_emu::enqueue(handle->stream, "cudnnConvolutionForward", [=] {
-      const std::vector<double> xv = gather(x, g.dtype, g.x), wv = gather(w, g.dtype, g.w);
-      std::vector<double> acc(static_cast<size_t>(g.y.numel()), 0.0);
-      for_each_term(g, [&](int64_t xi, int64_t wi, int64_t yi) { acc[yi] += xv[xi] * wv[wi]; });
-      write_out(y, g.dtype, g.y, acc, a, b);
-    });
-    return CUDNN_STATUS_SUCCESS;
-  });
+  return convolution(Dir::Forward, "cudnnConvolutionForward", handle, alpha, beta, xDesc, wDesc,
+                     convDesc, yDesc, x, w, y, algo, workSpace, workSpaceSizeInBytes);
 }
 
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(
@@ -342,22 +368,9 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(
     const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo,
     void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
     const cudnnTensorDescriptor_t dxDesc, void* dx) {
-  return guard([&] {
-    ConvGeom g;
-    cudnnStatus_t st = make_geom(dxDesc, wDesc, convDesc, dyDesc, &g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    st = check_call(Dir::BackwardData, handle, alpha, beta, w, dy, dx, algo, workSpace,
-                    workSpaceSizeInBytes, g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);
-    oat_emu::enqueue(handle->stream, "cudnnConvolutionBackwardData", [=] {
-      const std::vector<double> dyv = gather(dy, g.dtype, g.y), wv = gather(w, g.dtype, g.w);
-      std::vector<double> acc(static_cast<size_t>(g.x.numel()), 0.0);
-      for_each_term(g, [&](int64_t xi, int64_t wi, int64_t yi) { acc[xi] += dyv[yi] * wv[wi]; });
-      write_out(dx, g.dtype, g.x, acc, a, b);
-    });
-    return CUDNN_STATUS_SUCCESS;
-  });
+  return convolution(Dir::BackwardData, "cudnnConvolutionBackwardData", handle, alpha, beta,
+                     dxDesc, wDesc, convDesc, dyDesc, dy, w, dx, algo, workSpace,
+                     workSpaceSizeInBytes);
 }
 
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(
@@ -366,20 +379,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(
     const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo,
     void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
     const cudnnFilterDescriptor_t dwDesc, void* dw) {
-  return guard([&] {
-    ConvGeom g;
-    cudnnStatus_t st = make_geom(xDesc, dwDesc, convDesc, dyDesc, &g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    st = check_call(Dir::BackwardFilter, handle, alpha, beta, x, dy, dw, algo, workSpace,
-                    workSpaceSizeInBytes, g);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);
-    oat_emu::enqueue(handle->stream, "cudnnConvolutionBackwardFilter", [=] {
-      const std::vector<double> xv = gather(x, g.dtype, g.x), dyv = gather(dy, g.dtype, g.y);
-      std::vector<double> acc(static_cast<size_t>(g.w.numel()), 0.0);
-      for_each_term(g, [&](int64_t xi, int64_t wi, int64_t yi) { acc[wi] += xv[xi] * dyv[yi]; });
-      write_out(dw, g.dtype, g.w, acc, a, b);
-    });
-    return CUDNN_STATUS_SUCCESS;
-  });
+  return convolution(Dir::BackwardFilter, "cudnnConvolutionBackwardFilter", handle, alpha, beta,
+                     xDesc, dwDesc, convDesc, dyDesc, x, dy, dw, algo, workSpace,
+                     workSpaceSizeInBytes);
 }

@@ -57,6 +57,19 @@ struct BlockRun {
 thread_local BlockRun* t_run = nullptr;
 thread_local const char* t_kernel = "a kernel";  // the running kernel's name, for messages
 
+// The order threads and blocks are run in: forward by default; OAT_EMU_SCHEDULE=reverse runs
+// both last to first. A GPU promises no order, so a kernel whose result depends on it (a thread
+// reading what another writes without a barrier, a block reading another block's output) gives
+// different results under the two; the emulated suite runs both ways.
+bool reverse_schedule() {
+  static const bool r = [] {
+    const char* e = std::getenv("OAT_EMU_SCHEDULE");
+    return e && std::string(e) == "reverse";
+  }();
+  return r;
+}
+int scheduled(int i, int n) { return reverse_schedule() ? n - 1 - i : i; }
+
 [[noreturn]] void emulator_abort(const std::string& what) {
   std::fprintf(stderr, "CUDA emulator: %s\n", what.c_str());
   std::fflush(stderr);
@@ -179,7 +192,8 @@ bool run_block_fibers(const std::function<void()>& body, dim3 grid, dim3 block, 
   t_index.grid_dim = grid;
   for (;;) {
     bool ran = false;
-    for (int t = 0; t < n; ++t) {
+    for (int k = 0; k < n; ++k) {
+      const int t = scheduled(k, n);
       Fiber& f = run.fibers[static_cast<size_t>(t)];
       if (f.state != State::Ready) continue;
       run.current = t;
@@ -207,27 +221,29 @@ bool run_block_fibers(const std::function<void()>& body, dim3 grid, dim3 block, 
 void execute(dim3 grid, dim3 block, const std::function<void()>& body) {
   const int n = static_cast<int>(block.x * block.y * block.z);
   bool fibers = true;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        const uint3 b{bx, by, bz};
-        if (fibers) {
-          fibers = run_block_fibers(body, grid, block, b);
-          continue;
-        }
-        BlockRun direct;
-        direct.direct = true;
-        BlockRun* outer = t_run;
-        t_run = &direct;
-        t_index.block = b;
-        t_index.block_dim = block;
-        t_index.grid_dim = grid;
-        for (int t = 0; t < n; ++t) {
-          t_index.thread = unflatten(t, block);
-          body();
-        }
-        t_run = outer;
-      }
+  const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t lin = reverse_schedule() ? blocks - 1 - k : k;
+    const uint3 b{static_cast<unsigned>(lin % grid.x),
+                  static_cast<unsigned>(lin / grid.x % grid.y),
+                  static_cast<unsigned>(lin / (static_cast<int64_t>(grid.x) * grid.y))};
+    if (fibers) {
+      fibers = run_block_fibers(body, grid, block, b);
+      continue;
+    }
+    BlockRun direct;
+    direct.direct = true;
+    BlockRun* outer = t_run;
+    t_run = &direct;
+    t_index.block = b;
+    t_index.block_dim = block;
+    t_index.grid_dim = grid;
+    for (int k2 = 0; k2 < n; ++k2) {
+      t_index.thread = unflatten(scheduled(k2, n), block);
+      body();
+    }
+    t_run = outer;
+  }
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ namespace {
 constexpr size_t kArenaBytes = size_t{16} << 30;
 constexpr size_t kAlign = 256;
 constexpr size_t kRedzone = 256;  // bytes after every allocation's extent that must stay intact
-constexpr unsigned char kCanary = 0xA5;
+constexpr unsigned char kCanary = 0xFF;  // NaN in every float type: a read past the end shows too
 
 std::recursive_mutex g_mutex;
 thread_local cudaError_t t_last_error = cudaSuccess;

@@ -122,27 +122,20 @@ double state_error(const RunResult& a, const RunResult& b) {
 }
 
 // Eight steps each: CUDA eager follows the CPU within 1e-4 (losses and final state); the CUDA
-// graph replays the same kernels, so it equals eager exactly, unless `atomics`: a scatter-add
-// (GatherGrad, an embedding's gradient) sums with atomicAdd in whatever order the threads
-// arrive, so two runs may differ in the last bits (PyTorch's index_add_ on CUDA is
-// nondeterministic the same way); then within 1e-6.
+// graph replays the same kernels, so it equals eager exactly (bitwise: no kernel depends on the
+// order threads arrive in; GatherGrad, an embedding's gradient, sums its sorted runs without
+// atomics, unlike PyTorch's index_add_).
 void expect_eager_and_graph_follow(const RunResult& cpu, const RunResult& eager,
-                                   const RunResult& graph, bool atomics = false) {
+                                   const RunResult& graph) {
   REQUIRE(eager.losses.size() == 8);
   REQUIRE(graph.losses.size() == 8);
   for (size_t i = 0; i < cpu.losses.size(); ++i) {
     CAPTURE(i);
     CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
-    if (atomics)
-      CHECK(graph.losses[i] == doctest::Approx(eager.losses[i]).epsilon(1e-6));
-    else
-      CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
+    CHECK(graph.losses[i] == eager.losses[i]);  // the same kernels, replayed
   }
   CHECK(state_error(eager, cpu) < 1e-4);
-  if (atomics)
-    CHECK(state_error(graph, eager) < 1e-6);
-  else
-    CHECK(state_error(graph, eager) == 0.0);
+  CHECK(state_error(graph, eager) == 0.0);
 }
 
 
@@ -259,7 +252,7 @@ TEST_CASE("Trainer with extra inputs (mask, token types): CPU runs; CUDA eager a
   const RunResult eager = train_three_inputs(Device::CUDA, false, &eager_val);
   const RunResult graph = train_three_inputs(Device::CUDA, true);
   CHECK(graph.graph == "on");
-  expect_eager_and_graph_follow(cpu, eager, graph, /*atomics=*/true);  // Gather(T, types)'s gradient
+  expect_eager_and_graph_follow(cpu, eager, graph);  // GatherGrad included: deterministic
   CHECK(eager_val == doctest::Approx(cpu_val).epsilon(1e-4));
 }
 

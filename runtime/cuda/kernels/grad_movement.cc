@@ -9,6 +9,8 @@
 //   GatherGrad(dY, shape(X), indices) -> dX: scatter-add into FP32 (embedding gradients)
 //   GatherElementsGrad(dY, shape(X), indices) -> dX: dX = 0; dX[.., idx[p], ..] += dY[p],
 //     scatter-add into FP32 (atomics)
+#include <cstdint>
+
 #include "runtime/cpu/broadcast.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -139,7 +141,7 @@ void dropout_grad(KernelContext& ctx) {
 }
 
 // GatherGrad(dY, shape(X), indices) attr axis: dX = 0; dX[o, idx[j], i] += dY[o, j, i], summed
-// in FP32 with atomics (order-dependent in the last bits, unlike the CPU's sequential sum).
+// in FP32 in j order without atomics (gather_grad_impl.cu): deterministic, the CPU's sum exactly.
 void gather_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Shape xs = shape_input(ctx, 1);
@@ -167,12 +169,17 @@ void gather_grad(KernelContext& ctx) {
     }
     dev_idx = cc.upload(idx);
   }
+  if (idx.numel() > INT32_MAX || dim >= static_cast<int64_t>(UINT32_MAX))
+    ctx.fail(cat("the CUDA GatherGrad sorts at most 2^31 - 1 indices into an axis below 2^32 - 1; "
+                 "got ", idx.numel(), " indices, axis ", axis, " of ", shape_str(xs)));
   Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
   Tensor acc = dy.dtype() == DType::F32 ? dx : Tensor(DType::F32, xs, Device::CUDA);
   if (acc.nbytes()) CUDA_CHECK(cudaMemsetAsync(acc.raw_data(), 0, acc.nbytes(), cc.stream()));
+  const size_t bytes = idx.numel() > 0 ? gather_grad_scratch_bytes(idx.numel()) : 0;
+  Tensor scratch = cc.scratch(bytes);
   launch_gather_grad(elem_type(dy.dtype()), dy.raw_data(), dev_idx.raw_data(),
                      idx.dtype() == DType::I64, acc.data<float>(), outer, dim, inner, idx.numel(),
-                     cc.stream());
+                     scratch.raw_data(), bytes, cc.stream());
   if (dy.dtype() != DType::F32)
     launch_cast(ElemType::F32, elem_type(dy.dtype()), acc.raw_data(), dx.raw_data(), dx.numel(),
                 cc.stream());

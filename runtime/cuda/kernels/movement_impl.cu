@@ -106,41 +106,7 @@ __global__ void pad_grad_kernel(const T* dy, T* dx, int64_t n, const int64_t* in
   }
 }
 
-template <class T, class I>
-__global__ void gather_grad_kernel(const T* dy, const I* idx, float* acc, int64_t outer,
-                                   int64_t axis_dim, int64_t inner, int64_t count) {
-  const int64_t n = outer * count * inner;
-  OAT_GRID_STRIDE_LOOP(e, n) {
-    const int64_t i = e % inner;
-    const int64_t j = (e / inner) % count;
-    const int64_t o = e / (inner * count);
-    int64_t k = static_cast<int64_t>(idx[j]);
-    if (k < 0) k += axis_dim;
-    if (k < 0 || k >= axis_dim) continue;
-    atomicAdd(acc + (o * axis_dim + k) * inner + i, to_float(dy[e]));
-  }
-}
-
 }  // namespace
-
-void launch_gather_grad(ElemType t, const void* dy, const void* indices, bool indices_i64,
-                        float* acc, int64_t outer, int64_t axis_dim, int64_t inner, int64_t count,
-                        cudaStream_t s) {
-  const int64_t n = outer * count * inner;
-  if (n == 0) return;
-  dispatch_float(t, "GatherGrad", [&](auto tag) {
-    using T = decltype(tag);
-    if (indices_i64)
-      gather_grad_kernel<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
-          static_cast<const T*>(dy), static_cast<const int64_t*>(indices), acc, outer, axis_dim,
-          inner, count);
-    else
-      gather_grad_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
-          static_cast<const T*>(dy), static_cast<const int32_t*>(indices), acc, outer, axis_dim,
-          inner, count);
-  });
-  CUDA_CHECK_LAUNCH();
-}
 
 void launch_pad_grad(ElemType t, const void* dy, void* dx, int64_t n, const int64_t* inv,
                      const PadGradPlan& plan, cudaStream_t s) {

@@ -13,12 +13,16 @@ void launch_gather(int elem_bytes, const void* x, const void* indices, bool indi
                    int64_t outer, int64_t axis_dim, int64_t inner, int64_t count, int* bad,
                    cudaStream_t s);
 
-// GatherGrad: acc[o, idx[j], i] += dY[o, j, i] in FP32 (atomics; acc zeroed by the caller),
-// dY of type t viewed as [outer, count, inner], acc as [outer, axis_dim, inner]; out-of-range
-// indices (only possible when they were produced on the device) are skipped.
+// GatherGrad: acc[o, k, i] = Σ_{j: idx[j] = k} dY[o, j, i] in FP32, j ascending, without
+// atomics (gather_grad_impl.cu: indices sorted stably, one thread per run), so the sums are the
+// CPU kernel's bit for bit. dY of type t viewed as [outer, count, inner], acc as
+// [outer, axis_dim, inner], zeroed by the caller (rows no index names stay 0); out-of-range
+// indices (only possible when they were produced on the device) are skipped. count < 2^31,
+// axis_dim < 2^32 - 1; `scratch` holds gather_grad_scratch_bytes(count) bytes.
+size_t gather_grad_scratch_bytes(int64_t count);
 void launch_gather_grad(ElemType t, const void* dy, const void* indices, bool indices_i64,
                         float* acc, int64_t outer, int64_t axis_dim, int64_t inner, int64_t count,
-                        cudaStream_t s);
+                        void* scratch, size_t scratch_bytes, cudaStream_t s);
 
 // GatherElements: output element e, with coordinates c_d over idx_dims (the indices' shape),
 // reads X at Σ_{d≠axis} c_d·x_strides[d] + k·x_strides[axis], k = idx[e] (I64 or I32, negative

@@ -179,13 +179,17 @@ std::vector<Tensor> local_reference(const Node& node, const Graph& g,
 
 // Ops whose outputs are sums of products of their inputs, multilinear in them (dot products,
 // convolutions, reductions, scatter-adds). Summed in another order (a GPU's tree reduction against
-// the CPU's loop), such a sum differs by up to ~K·u·Σ|terms|, which is no bound at all relative
-// to the result when the terms cancel: the bias gradient of an attention key projection is
-// mathematically zero (softmax is shift invariant), so it is FP32 noise on both paths and its
-// rel is ~1 for a right kernel. For these ops the local rel is taken relative to
-//   max(max|r|, max|kernel(|inputs|)|)  (the same node on the inputs' magnitudes = Σ|terms|),
-// the scale of the standard error bound of a sum; without cancellation both are max|r|. A wrong
-// kernel (a wrong index, a missing term) still errs by O(Σ|terms|): rel O(1).
+// the CPU's loop), such a sum differs by up to ~K·u·S, S = Σ|terms| (u = 2^-24 in FP32), which
+// is no bound at all relative to the result when the terms cancel: the bias gradient of an
+// attention key projection is mathematically zero (softmax is shift invariant), so it is FP32
+// noise on both paths, and its rel was ~1 for a right kernel. For these ops the gate is
+//   abs <= max(tol · max|r|,  kSumUlps · u · max S)
+// (S from the same node run on its inputs' magnitudes), i.e. the local rel is taken relative to
+// max(max|r|, kSumUlps·u·S / tol). kSumUlps = 64: the worst-case order error of 64 terms, a
+// random order's of ~4000. A wrong kernel (a wrong factor, a wrong index) errs by O(max|r|) or
+// more and still fails unless that is below 64·u·S ≈ 3.8e-6·S (terms cancelling that far).
+constexpr double kSumUlps = 64.0;
+
 bool sum_like(OpId op) {
   switch (op) {
     case OpId::MatMul: case OpId::Gemm: case OpId::MatMulGrad: case OpId::GemmGrad:
@@ -356,7 +360,8 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
       // Gradients below the format's normal range (exempt: loss scaling is their remedy, and
       // the dynamic scaler grows S while no overflow occurs); forward values are not.
       Diff d = diff(a, loc[i], max_finite(a.dtype()), is_grad ? low_range(a.dtype()) : LowRange{});
-      if (i < loc_abs.size()) d.max_ref = std::max(d.max_ref, max_abs(loc_abs[i]));
+      if (i < loc_abs.size() && c.tol > 0)
+        d.max_ref = std::max(d.max_ref, kSumUlps * std::ldexp(1.0, -24) * max_abs(loc_abs[i]) / c.tol);
       c.local.add(n.outputs[i], d.abs, d.rel());
       c.local_all_rel = std::max(c.local_all_rel, d.rel_all());
       if (d.underflow) {

@@ -160,6 +160,17 @@ TEST_CASE("emulator: a write past a buffer's end, or a host read of device memor
   CHECK(err2.find("host code touched device memory") != std::string::npos);
 }
 
+TEST_CASE("emulator: a full-mask shuffle in a partial warp is an error (undefined on a GPU)") {
+  auto [err, aborted] = in_child([] {
+    float* d = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&d), 48 * sizeof(float));
+    oat_emu::Launch(2, 48).named("block_sum_kernel")(block_sum_kernel, d, d, 1);
+  });
+  CHECK(aborted);
+  CHECK(err.find("block_sum_kernel: a warp shuffle's mask names lane 16 of warp 1, which does "
+                 "not exist") != std::string::npos);
+}
+
 TEST_CASE("emulator: a capture records work, replays it, and refuses synchronisation") {
   cudaStream_t s = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);

@@ -33,31 +33,31 @@ inline int __syncthreads_and(int p) { return !::oat_emu::block_barrier(p == 0); 
 
 namespace oat_emu {
 template <class T>
-T shuffle_as(T v, int kind, int delta, int width) {
+T shuffle_as(unsigned mask, T v, int kind, int delta, int width) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffle of a wide type");
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
-  bits = warp_shuffle(bits, kind, delta, width);
+  bits = warp_shuffle(mask, bits, kind, delta, width);
   std::memcpy(&v, &bits, sizeof(T));
   return v;
 }
 }  // namespace oat_emu
 
 template <class T>
-T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
-  return ::oat_emu::shuffle_as(v, 0, static_cast<int>(delta), width);
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return ::oat_emu::shuffle_as(mask, v, 0, static_cast<int>(delta), width);
 }
 template <class T>
-T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
-  return ::oat_emu::shuffle_as(v, 1, static_cast<int>(delta), width);
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  return ::oat_emu::shuffle_as(mask, v, 1, static_cast<int>(delta), width);
 }
 template <class T>
-T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
-  return ::oat_emu::shuffle_as(v, 2, mask, width);
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  return ::oat_emu::shuffle_as(mask, v, 2, lane_mask, width);
 }
 template <class T>
-T __shfl_sync(unsigned, T v, int src, int width = 32) {
-  return ::oat_emu::shuffle_as(v, 3, src, width);
+T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  return ::oat_emu::shuffle_as(mask, v, 3, src, width);
 }
 
 // Atomics: the emulator runs one thread at a time, so read-modify-write is atomic as it stands.

@@ -41,6 +41,7 @@ struct Fiber {
   // Barrier / shuffle operands and results.
   int predicate = 0, barrier_result = 0;
   uint64_t shuffle_in = 0, shuffle_out = 0;
+  unsigned shuffle_mask = 0;
   int shuffle_kind = 0, shuffle_delta = 0, shuffle_width = 32;
 };
 
@@ -132,6 +133,14 @@ bool release(BlockRun& run) {
     for (int t = w; t < end; ++t) {
       Fiber& f = run.fibers[static_cast<size_t>(t)];
       if (f.state != State::AtShuffle) continue;
+      for (int l = 0; l < 32; ++l)
+        if ((f.shuffle_mask >> l & 1u) &&
+            (w + l >= end || run.fibers[static_cast<size_t>(w + l)].state != State::AtShuffle))
+          emulator_abort(std::string(t_kernel) + ": a warp shuffle's mask names lane " +
+                         std::to_string(l) + " of warp " + std::to_string(w / 32) +
+                         (w + l >= end ? ", which does not exist (blockDim.x " +
+                                             std::to_string(n) + " is not a multiple of 32)"
+                                       : ", which has exited or is elsewhere"));
       const int lane = t - w, width = f.shuffle_width, seg = lane / width * width;
       int src = lane;
       switch (f.shuffle_kind) {
@@ -262,7 +271,7 @@ int block_barrier(int predicate) {
   return run->fibers[static_cast<size_t>(run->current)].barrier_result;
 }
 
-uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width) {
+uint64_t warp_shuffle(unsigned mask, uint64_t bits, int kind, int delta, int width) {
   BlockRun* run = t_run;
   if (!run) emulator_abort("warp shuffle called outside a kernel");
   if (run->direct)
@@ -273,6 +282,7 @@ uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width) {
   run->any_barrier = true;
   Fiber& f = run->fibers[static_cast<size_t>(run->current)];
   f.shuffle_in = bits;
+  f.shuffle_mask = mask;
   f.shuffle_kind = kind;
   f.shuffle_delta = delta;
   f.shuffle_width = width;

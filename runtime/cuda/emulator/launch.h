@@ -36,8 +36,9 @@ extern thread_local ThreadIndex t_index;
 int block_barrier(int predicate);
 // The value of `bits` held by source lane src(lane) of the calling thread's warp, where
 // kind: 0 down (lane + delta), 1 up (lane - delta), 2 xor (lane ^ delta), 3 idx (delta);
-// lanes outside the thread's `width` segment read their own value, as on a GPU.
-uint64_t warp_shuffle(uint64_t bits, int kind, int delta, int width);
+// lanes outside the thread's `width` segment read their own value, as on a GPU. Every lane named
+// in `mask` must exist and reach the shuffle (else the result is undefined on a GPU: an error).
+uint64_t warp_shuffle(unsigned mask, uint64_t bits, int kind, int delta, int width);
 
 // Runs (or records) one launch of `body`, each thread calling it once; `name` (the kernel and
 // its source line) is what errors name.

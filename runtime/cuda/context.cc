@@ -259,6 +259,10 @@ bool reads_on_host(OpId op, int i) {
     case OpId::RoiAlignGrad: return i == 1 || i == 3;  // shape(X), batch_indices
     case OpId::MaxUnpool: return i >= 1;  // I checked on the host when it is there; output_shape
     case OpId::TopK: return i == 1;   // K
+    case OpId::DFT: return i >= 1;        // dft_length, axis (opset 20)
+    case OpId::DFTGrad: return i >= 2;    // dft_length, axis
+    case OpId::STFT: return i == 1 || i == 3;      // frame_step, frame_length
+    case OpId::STFTGrad: return i == 2 || i == 4;  // frame_step, frame_length
     case OpId::Clip: return i >= 1;
     case OpId::Dropout: return i >= 1;
     case OpId::ConstantOfShape: case OpId::Range: return true;
@@ -297,11 +301,9 @@ bool host_placed(OpId op) {
     case OpId::NonZero:
       return true;
     // Signal processing (opset 17): the window and mel-filter generators read host scalars only
-    // (as Range); DFT, STFT and their adjoints have no device kernel yet (an FFT per line in
-    // double on the host).
+    // (as Range). DFT, STFT and their adjoints have device kernels (kernels/signal.cc).
     case OpId::HannWindow: case OpId::HammingWindow: case OpId::BlackmanWindow:
-    case OpId::MelWeightMatrix: case OpId::DFT: case OpId::STFT: case OpId::DFTGrad:
-    case OpId::STFTGrad:
+    case OpId::MelWeightMatrix:
       return true;
     default: return random_op(op);
   }

@@ -30,6 +30,7 @@ void register_kernels(KernelRegistry& r) {
   register_lp_norm(r);
   register_quantize(r);
   register_roi_align(r);
+  register_signal(r);
   register_index_ops(r);
 }
 

@@ -35,6 +35,7 @@ void register_lp_norm(KernelRegistry& r);  // kernels/lp_norm.cc: LpNormalizatio
 void register_quantize(KernelRegistry& r);
 // detection and index ops (NonMaxSuppression, Compress, Unique, Det run on the host: context.cc)
 void register_roi_align(KernelRegistry& r);   // kernels/roi_align.cc: RoiAlign
+void register_signal(KernelRegistry& r);      // kernels/signal.cc: DFT, STFT and their adjoints
 void register_index_ops(KernelRegistry& r);   // kernels/index_ops.cc: MaxUnpool BitShift
 
 }  // namespace oat::cuda

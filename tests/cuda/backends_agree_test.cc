@@ -30,7 +30,7 @@ namespace {
 
 // How one input is made.
 struct In {
-  enum Kind { Float, Positive, Unit, NegUnit, Huge, Ints, Bools, True, Values };
+  enum Kind { Float, Positive, Unit, NegUnit, Huge, Ints, Bools, True, Values, Absent };
   In(Kind k, Shape s) : kind(k), shape(std::move(s)) {}
   Kind kind = Float;
   Shape shape;
@@ -40,6 +40,7 @@ struct In {
   DType int_type = DType::I64;
 };
 In flt(Shape s) { return In{In::Float, std::move(s)}; }
+In absent() { return In{In::Absent, {}}; }  // an optional input left out ("")
 In pos(Shape s) { return In{In::Positive, std::move(s)}; }
 In f32(Shape s, In::Kind k = In::Float) {
   In i{k, std::move(s)};
@@ -102,6 +103,8 @@ struct Lcg {
 Tensor make_input(const In& in, DType dt, uint64_t seed) {
   Lcg g{seed};
   switch (in.kind) {
+    case In::Absent:
+      return Tensor();
     case In::Ints: {
       Tensor t = Tensor::from_vector<int64_t>(in.shape, in.ints);
       return in.int_type == DType::I64 ? t : cast_tensor(t, in.int_type);
@@ -916,9 +919,9 @@ const std::vector<Case>& cases() {
       v.push_back({"BitShift", 11, {{"direction", attr_s("RIGHT")}}, {sx, sy}, 1, {DType::U8},
                    "right"});
     }
-    // Signal processing (opset 17): DFT, STFT and their adjoints are host-placed in a CUDA
-    // executor (no device kernel yet); these cases check the download path. The window and mel
-    // generators are host-only (host scalars in), as Range.
+    // Signal processing (opset 17): DFT, STFT and their adjoints run on the device as direct
+    // sums (runtime/cuda/kernels/signal.cc); the CPU's FFT (radix-2 or Bluestein) is the
+    // reference. The window and mel generators are host-only (host scalars in), as Range.
     {
       const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};
       v.push_back({"DFT", 17, {}, {flt({2, 8, 1})}});
@@ -933,6 +936,24 @@ const std::vector<Case>& cases() {
                    "onesided, dft_length 10"});
       v.push_back({"STFTGrad", 1, {},
                    {flt({2, 7, 5, 2}), flt({2, 32, 1}), ints({4}, Shape{}), flt({8})}, 2});
+      // irfft (inverse + onesided), a complex onesided forward, opset 20's axis input, STFT of
+      // a complex signal without a window, the adjoints of the inverse and of irfft.
+      v.push_back({"DFT", 17, {{"inverse", attr_i(1)}, {"onesided", attr_i(1)}},
+                   {flt({2, 5, 2})}, 1, all3, "irfft"});
+      v.push_back({"DFT", 17, {{"onesided", attr_i(1)}}, {flt({2, 9, 2})}, 1, all3,
+                   "complex onesided, odd length"});
+      v.push_back({"DFT", 20, {}, {flt({3, 7, 2, 2}), ints({6}, Shape{}), ints({1}, Shape{})}, 1,
+                   all3, "opset 20, axis input 1, dft_length 6"});
+      v.push_back({"STFT", 17, {{"onesided", attr_i(0)}},
+                   {flt({1, 20, 2}), ints({3}, Shape{}), absent(), ints({6}, Shape{})}, 1, all3,
+                   "complex, no window, frame_length 6"});
+      v.push_back({"DFTGrad", 1, {{"axis", attr_i(1)}, {"inverse", attr_i(1)}},
+                   {flt({2, 6, 2}), flt({2, 6, 2})}, 1, all3, "inverse"});
+      v.push_back({"DFTGrad", 1, {{"axis", attr_i(1)}, {"inverse", attr_i(1)}, {"onesided", attr_i(1)}},
+                   {flt({2, 8, 1}), flt({2, 5, 2})}, 1, all3, "irfft"});
+      v.push_back({"STFTGrad", 1, {{"onesided", attr_i(0)}},
+                   {flt({1, 5, 6, 2}), flt({1, 20, 2}), ints({3}, Shape{}), absent(), ints({6}, Shape{})},
+                   1, all3, "complex, no window"});
     }
     return v;
   }();
@@ -1047,9 +1068,7 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                        OpId::Det, OpId::NonZero, OpId::RandomNormal,
                                        OpId::RandomUniform, OpId::RandomNormalLike,
                                        OpId::RandomUniformLike, OpId::Bernoulli,
-                                       OpId::Multinomial,
-                                       // signal processing (opset 17): no device kernel yet
-                                       OpId::DFT, OpId::STFT, OpId::DFTGrad, OpId::STFTGrad};
+                                       OpId::Multinomial};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};

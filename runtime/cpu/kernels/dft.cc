@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/dft_args.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
@@ -36,6 +37,11 @@ namespace oat::cpu {
 namespace {
 
 using C = std::complex<double>;
+
+// On the CPU every input is a host tensor.
+auto host_read(const KernelContext& ctx) {
+  return [&ctx](int i) { return ctx.input(i); };
+}
 
 bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -122,64 +128,11 @@ class Fft {
   std::vector<C> chirp_, kernel_;
 };
 
-int64_t scalar_input(const KernelContext& ctx, int i, const char* what) {
-  const Tensor& t = ctx.input(i);
-  if (t.numel() != 1) ctx.fail(cat(what, " must be a scalar, got shape ", shape_str(t.shape())));
-  if (is_floating(t.dtype())) ctx.fail(cat(what, " must be an integer"));
-  return t.item_as_int(0);
-}
-
-// The geometry of one DFT node on input X (the forward's input; DFTGrad reads the same).
-// `axis_input`: the input holding the axis (opset 20's input 2, DFTGrad's input 3), or −1.
-struct DftGeom {
-  int64_t axis, len, n_in, n_read, n_out, c_in, c_out, outer = 1, inner = 1;
-  bool inverse, onesided, irfft;
-};
-
-DftGeom dft_geom(const KernelContext& ctx, const Tensor& x, int len_input, int axis_input,
-                 int64_t default_axis) {
-  const Node& node = ctx.node();
-  DftGeom g{};
-  const int64_t r = x.rank();
-  if (r < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2))
-    ctx.fail(cat("input must be [.., 1] (real) or [.., 2] (complex), got ", shape_str(x.shape())));
-  int64_t axis = axis_input >= 0 && ctx.has_input(axis_input)
-                     ? scalar_input(ctx, axis_input, "axis")
-                     : node.attr_int("axis", default_axis);
-  if (axis < -r || axis > r - 2 || axis == -1)
-    ctx.fail(cat("axis ", axis, " is outside [", -r, ", -2] and [0, ", r - 2, "] for input ",
-                 shape_str(x.shape())));
-  g.axis = axis < 0 ? axis + r : axis;
-  g.inverse = node.attr_int("inverse", 0) != 0;
-  g.onesided = node.attr_int("onesided", 0) != 0;
-  g.irfft = g.inverse && g.onesided;
-  g.n_in = x.dim(g.axis);
-  g.len = g.irfft ? 2 * (g.n_in - 1) : g.n_in;
-  if (ctx.has_input(len_input)) g.len = scalar_input(ctx, len_input, "dft_length");
-  if (g.len < 1)
-    ctx.fail(cat("dft_length must be >= 1, got ", g.len, " (input ", shape_str(x.shape()), ")"));
-  g.n_out = g.irfft ? g.len : (g.onesided ? g.len / 2 + 1 : g.len);
-  g.c_in = x.dim(-1);
-  g.c_out = g.irfft ? 1 : 2;
-  // irfft reads X[0..len/2] and mirrors the rest; the others read min(n_in, len) points.
-  g.n_read = std::min(g.n_in, g.irfft ? g.len / 2 + 1 : g.len);
-  for (int64_t d = 0; d < g.axis; ++d) g.outer *= x.dim(d);
-  for (int64_t d = g.axis + 1; d < r - 1; ++d) g.inner *= x.dim(d);
-  return g;
-}
-
-Shape dft_output_shape(const Tensor& x, const DftGeom& g) {
-  Shape ys = x.shape();
-  ys[g.axis] = g.n_out;
-  ys.back() = g.c_out;
-  return ys;
-}
-
 template <class T>
 void dft_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const bool v20 = ctx.node().opset >= 20;
-  const DftGeom g = dft_geom(ctx, x, 1, v20 ? 2 : -1, v20 ? -2 : 1);
+  const DftGeom g = dft_geom(ctx, x, 1, v20 ? 2 : -1, v20 ? -2 : 1, host_read(ctx));
   Tensor& y = ctx.allocate_output(0, x.dtype(), dft_output_shape(x, g));
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
@@ -222,7 +175,7 @@ template <class T>
 void dft_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& x = ctx.input(1);
-  const DftGeom g = dft_geom(ctx, x, 2, 3, 1);
+  const DftGeom g = dft_geom(ctx, x, 2, 3, 1, host_read(ctx));
   if (dy.shape() != dft_output_shape(x, g))
     ctx.fail(cat("dY ", shape_str(dy.shape()), " is not the forward's output shape ",
                  shape_str(dft_output_shape(x, g))));
@@ -259,45 +212,9 @@ void dft_grad_kernel(KernelContext& ctx) {
   });
 }
 
-struct StftGeom {
-  int64_t batch, s_len, c_in, step, len, frames, bins;
-};
-
-// STFT's inputs from index `first` on: signal, frame_step, window?, frame_length?.
-StftGeom stft_geom(const KernelContext& ctx, int first) {
-  const Tensor& x = ctx.input(first);
-  if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2))
-    ctx.fail(cat("signal must be [batch, length, 1 or 2], got ", shape_str(x.shape())));
-  StftGeom g{};
-  g.step = scalar_input(ctx, first + 1, "frame_step");
-  if (g.step < 1) ctx.fail(cat("frame_step must be >= 1, got ", g.step));
-  const Tensor* w = ctx.input_or_null(first + 2);
-  if (w && (w->rank() != 1 || w->dtype() != x.dtype()))
-    ctx.fail(cat("window must be 1-D of the signal's type, got ", shape_str(w->shape()), " ",
-                 dtype_name(w->dtype())));
-  g.len = -1;
-  if (ctx.has_input(first + 3)) g.len = scalar_input(ctx, first + 3, "frame_length");
-  if (w) {
-    if (g.len >= 0 && g.len != w->dim(0))
-      ctx.fail(cat("frame_length ", g.len, " differs from the window's length ", w->dim(0)));
-    g.len = w->dim(0);
-  }
-  if (g.len < 0) ctx.fail("needs a window or a frame_length");
-  g.batch = x.dim(0);
-  g.s_len = x.dim(1);
-  g.c_in = x.dim(2);
-  if (g.len < 1 || g.len > g.s_len)
-    ctx.fail(cat("frame length ", g.len, " must be in [1, ", g.s_len, "] (signal ",
-                 shape_str(x.shape()), ")"));
-  const bool onesided = ctx.node().attr_int("onesided", 1) != 0;
-  g.frames = 1 + (g.s_len - g.len) / g.step;
-  g.bins = onesided ? g.len / 2 + 1 : g.len;
-  return g;
-}
-
 template <class T>
 void stft_kernel(KernelContext& ctx) {
-  const StftGeom g = stft_geom(ctx, 0);
+  const StftGeom g = stft_geom(ctx, 0, host_read(ctx));
   const Tensor& x = ctx.input(0);
   const Tensor* w = ctx.input_or_null(2);
   Tensor& y = ctx.allocate_output(0, x.dtype(), {g.batch, g.frames, g.bins, 2});
@@ -334,7 +251,7 @@ void stft_kernel(KernelContext& ctx) {
 template <class T>
 void stft_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
-  const StftGeom g = stft_geom(ctx, 1);
+  const StftGeom g = stft_geom(ctx, 1, host_read(ctx));
   const Tensor& x = ctx.input(1);
   const Tensor* w = ctx.input_or_null(3);
   if (dy.shape() != Shape{g.batch, g.frames, g.bins, 2})

@@ -219,7 +219,25 @@ Attribute float_attr(double v) { return GradientContext::attr_float(static_cast<
 
 class Emitter {
  public:
-  explicit Emitter(Graph& g) : g_(g) {}
+  // Every name the model already uses (inputs, initializers, node outputs and inputs) is taken:
+  // fresh() never hands one out, so the trainer's own inputs (lr, step, labels, ...) cannot
+  // shadow a model value of the same name (a model initializer "step" read as Adam's step count).
+  explicit Emitter(Graph& g) : g_(g) {
+    for (const auto& v : g.inputs) taken_.insert(v.name);
+    for (const auto& v : g.outputs) taken_.insert(v.name);
+    for (const auto& [name, t] : g.initializers) taken_.insert(name);
+    for (const Node& n : g.nodes) {
+      taken_.insert(n.inputs.begin(), n.inputs.end());
+      taken_.insert(n.outputs.begin(), n.outputs.end());
+    }
+  }
+  // `base`, or base_1, base_2, ... when the model uses it.
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; taken_.count(name); ++k) name = cat(base, "_", k);
+    taken_.insert(name);
+    return name;
+  }
   std::string node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
                    std::vector<std::string> outputs, std::map<std::string, Attribute> attrs = {},
                    const std::string& domain = "") {
@@ -249,6 +267,7 @@ class Emitter {
  private:
   Graph& g_;
   std::vector<std::string> emitted_;
+  std::set<std::string> taken_;
 };
 
 // Switches BatchNormalization to training mode (opset-15 form: Y, running_mean, running_var)
@@ -554,7 +573,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       // whose shape without axis 1 is the output's without axis a: the labels' shape.
       tg.class_axis = resolve_class_axis(*out, options.labels);
       const int64_t a = tg.class_axis.axis, rank = tg.class_axis.rank;
-      tg.target = "labels";
+      tg.target = e.fresh("labels");
       std::vector<Dim> label_dims{batch};
       for (int64_t d = 1; d < rank; ++d)
         if (d != a) label_dims.push_back(out->shape ? (*out->shape)[static_cast<size_t>(d)] : Dim{});
@@ -569,7 +588,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
                         {{"perm", ints_attribute(perm)}});
       }
       tg.loss = e.node("SoftmaxCrossEntropyLoss", "loss", {scores, tg.target},
-                       {"loss", "loss.log_prob"},
+                       {e.fresh("loss"), e.fresh("loss.log_prob")},
                        {{"reduction", string_attribute("mean")},
                         {"ignore_index", int_attr(options.labels.ignore_index)}});
       break;
@@ -577,18 +596,18 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
     case LossKind::MSE:
     case LossKind::L1: {
       // MSE: mean((y − t)²);  L1: mean(|y − t|)
-      tg.target = "targets";
+      tg.target = e.fresh("targets");
       e.input(tg.target, out->dtype, out->shape);
       std::string d = e.node("Sub", "loss.diff", {tg.output, tg.target}, {"loss.diff"});
       std::string r = options.loss == LossKind::MSE
                           ? e.node("Mul", "loss.sq", {d, d}, {"loss.sq"})
                           : e.node("Abs", "loss.abs", {d}, {"loss.abs"});
-      tg.loss = e.node("ReduceMean", "loss", {r}, {"loss"}, {{"keepdims", int_attr(0)}});
+      tg.loss = e.node("ReduceMean", "loss", {r}, {e.fresh("loss")}, {{"keepdims", int_attr(0)}});
       break;
     }
     case LossKind::BCEWithLogits: {
       // mean(max(x, 0) − x·t + log(1 + e^(−|x|))), the stable form PyTorch uses.
-      tg.target = "targets";
+      tg.target = e.fresh("targets");
       e.input(tg.target, out->dtype, out->shape);
       read_logits_behind_output();
       const std::string& x = tg.scores;
@@ -599,7 +618,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       std::string sp = e.node("Softplus", "loss.softplus", {nabs}, {"loss.softplus"});
       std::string t = e.node("Add", "loss.sum", {e.node("Sub", "loss.sub", {relu, xt}, {"loss.sub"}), sp},
                              {"loss.elem"});
-      tg.loss = e.node("ReduceMean", "loss", {t}, {"loss"}, {{"keepdims", int_attr(0)}});
+      tg.loss = e.node("ReduceMean", "loss", {t}, {e.fresh("loss")}, {{"keepdims", int_attr(0)}});
       break;
     }
     case LossKind::Model:
@@ -657,6 +676,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   }
   model_notes(model, untied, tg);
 
+  tg.lr = e.fresh("lr");
+  tg.step = e.fresh("step");
   e.input(tg.lr, DType::F32, std::vector<Dim>{});
   e.input(tg.step, DType::I64, std::vector<Dim>{});
 
@@ -665,8 +686,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
   std::string skip;  // the optimizer updates' trailing `skip` input
   if (options.loss_scaling) {
     // One pass: every gradient times 1/scale (in FP32), and whether any is Inf/NaN.
-    tg.inv_scale = "loss_scale.inv";
-    tg.found_inf = "loss_scale.found_inf";
+    tg.inv_scale = e.fresh("loss_scale.inv");
+    tg.found_inf = e.fresh("loss_scale.found_inf");
     e.input(tg.inv_scale, DType::F32, std::vector<Dim>{});
     std::vector<std::string> ins = {tg.inv_scale}, outs;
     ins.insert(ins.end(), grads.begin(), grads.end());

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "runtime/cuda/device.h"
+#include "node_builder.h"
 #include "runtime/executor.h"
 
 using namespace oat;
@@ -16,19 +17,11 @@ namespace {
 Graph gather_grad_graph(int64_t axis) {
   Graph g;
   g.opsets[""] = 17;
-  Node n;
-  n.name = "gg";
-  n.op_type = "GatherGrad";
-  n.op = op_from_name("GatherGrad");
-  n.opset = 17;
-  n.domain = "";
   Attribute a;
   a.kind = Attribute::Kind::Int;
   a.i = axis;
-  n.attrs["axis"] = a;
-  n.inputs = {"dy", "shape", "idx"};
-  n.outputs = {"dx"};
-  g.nodes.push_back(n);
+  g.nodes.push_back(oat_test::make_node("gg", "GatherGrad", {"dy", "shape", "idx"}, "dx",
+                                        {{"axis", a}}, 17));
   g.inputs.push_back(ValueInfo{"dy", DType::F32, std::nullopt});
   g.inputs.push_back(ValueInfo{"shape", DType::I64, std::nullopt});
   g.inputs.push_back(ValueInfo{"idx", DType::I64, std::nullopt});

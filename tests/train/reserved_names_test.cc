@@ -7,23 +7,14 @@
 #include <random>
 
 #include "fp16_fit.h"
+#include "node_builder.h"
 #include "train/trainer.h"
 
 using namespace oat;
 
 namespace {
 
-Node node(const std::string& name, const std::string& op, std::vector<std::string> in,
-          const std::string& out) {
-  Node n;
-  n.name = name;
-  n.op_type = op;
-  n.op = op_from_name(op);
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
+using oat_test::make_node;
 
 // x [batch, 4] -> Gemm(W, b) [batch, 3] -> Reshape(shape = [-1, 3]) -> y.
 Graph model(const std::string& w, const std::string& b, const std::string& shape) {
@@ -37,8 +28,8 @@ Graph model(const std::string& w, const std::string& b, const std::string& shape
   g.initializers[w] = test::random_f32({4, 3}, 0.5f, rng);
   g.initializers[b] = test::random_f32({3}, 0.5f, rng);
   g.initializers[shape] = Tensor::from_vector<int64_t>({2}, {-1, 3});
-  g.nodes.push_back(node("fc", "Gemm", {"x", w, b}, "y0"));
-  g.nodes.push_back(node("rs", "Reshape", {"y0", shape}, "y"));
+  g.nodes.push_back(make_node("fc", "Gemm", {"x", w, b}, "y0"));
+  g.nodes.push_back(make_node("rs", "Reshape", {"y0", shape}, "y"));
   g.outputs.push_back(ValueInfo{"y", DType::F32, std::vector<Dim>{batch, Dim{3, ""}}});
   return g;
 }

@@ -7,6 +7,7 @@
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/batch_norm_impl.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/kernels/slice_view.h"
 
@@ -171,6 +172,115 @@ TEST_CASE("BatchNorm reductions: chunks cover each channel; merged partials give
   CHECK(n == 5);
   CHECK(mu == 2);
   CHECK(m2 == 3);
+}
+
+namespace {
+
+// The plan make_reduce_plan (reduce.cc) builds: contiguous X, size-1 dims dropped.
+oat::cuda::ReducePlan reduce_plan(const Shape& xs, const std::vector<bool>& red) {
+  oat::cuda::ReducePlan p;
+  p.outputs = p.count = 1;
+  int64_t stride = 1;
+  std::vector<std::pair<int64_t, int64_t>> dims(xs.size());
+  for (int d = static_cast<int>(xs.size()) - 1; d >= 0; --d) {
+    dims[d] = {xs[d], stride};
+    stride *= xs[d];
+  }
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] == 1) continue;
+    if (red[d]) {
+      p.red_dims[p.red_rank] = dims[d].first;
+      p.red_strides[p.red_rank++] = dims[d].second;
+      p.count *= xs[d];
+    } else {
+      p.kept_dims[p.kept_rank] = dims[d].first;
+      p.kept_strides[p.kept_rank++] = dims[d].second;
+      p.outputs *= xs[d];
+    }
+  }
+  return p;
+}
+
+// Every (output, term) offset of a schedule's plan, as the kernels' decompose computes it.
+std::vector<int64_t> all_offsets(const oat::cuda::ReducePlan& p) {
+  auto dec = [](int64_t i, int rank, const int64_t* dims, const int64_t* strides) {
+    int64_t off = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      off += (i % dims[d]) * strides[d];
+      i /= dims[d];
+    }
+    return off;
+  };
+  std::vector<int64_t> v;
+  for (int64_t o = 0; o < p.outputs; ++o)
+    for (int64_t r = 0; r < p.count; ++r)
+      v.push_back(dec(o, p.kept_rank, p.kept_dims, p.kept_strides) +
+                  dec(r, p.red_rank, p.red_dims, p.red_strides));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("reductions: merged dims address the same elements; columns, rows and splits") {
+  using oat::cuda::ReduceOp;
+  using oat::cuda::schedule_reduce;
+  // Merging never changes which element an (output, term) pair reads.
+  const std::vector<std::pair<Shape, std::vector<bool>>> cases = {
+      {{2, 3, 4, 5}, {true, true, false, false}},  {{2, 3, 4, 5}, {false, true, true, false}},
+      {{2, 3, 4, 5}, {true, false, true, false}},  {{2, 1, 4, 5}, {false, true, false, true}},
+      {{6, 7}, {true, true}},                      {{6, 7}, {false, false}}};
+  for (const auto& [xs, red] : cases) {
+    CAPTURE(shape_str(xs));
+    const auto p = reduce_plan(xs, red);
+    const auto sc = schedule_reduce(ReduceOp::Sum, p);
+    CHECK(sc.plan.outputs == p.outputs);
+    CHECK(sc.plan.count == p.count);
+    CHECK(all_offsets(sc.plan) == all_offsets(p));
+  }
+  // [N, S, D] summed over N and S (a bias gradient): one reduced dim of N·S, D contiguous
+  // outputs read by columns, split over the rows (8 tiles of 32 columns alone are 8 blocks).
+  auto sc = schedule_reduce(ReduceOp::Sum, reduce_plan({64, 128, 256}, {true, true, false}));
+  CHECK(sc.plan.red_rank == 1);
+  CHECK(sc.plan.red_dims[0] == 64 * 128);
+  CHECK(sc.columns);
+  CHECK(sc.splits == 128);  // 1024 target blocks / 8 tiles
+  CHECK(sc.splits * sc.chunk >= 64 * 128);
+  CHECK(sc.scratch_floats() == sc.splits * 256);
+  // A conv bias's dB ([N, C, H, W] over N, H, W): rows (H·W contiguous), 64 outputs split.
+  sc = schedule_reduce(ReduceOp::Sum, reduce_plan({32, 64, 56, 56}, {true, false, true, true}));
+  CHECK_FALSE(sc.columns);
+  CHECK(sc.plan.red_rank == 2);
+  CHECK(sc.splits == 16);  // ceil(1024 / 64)
+  CHECK(sc.chunk >= 4096);
+  // A scalar sum of 4113 terms: too short for two chunks of 4096 — one block, no scratch.
+  sc = schedule_reduce(ReduceOp::Sum, reduce_plan({4113}, {true}));
+  CHECK(sc.splits == 1);
+  CHECK(sc.scratch_floats() == 0);
+  // A scalar sum of 10^6 terms: 244 chunks of at least 4096, every term in exactly one.
+  sc = schedule_reduce(ReduceOp::SumSquare, reduce_plan({1000, 1000}, {true, true}));
+  CHECK(sc.splits == 244);
+  CHECK(sc.chunk >= 4096);
+  CHECK(sc.splits * sc.chunk >= 1000000);
+  CHECK((sc.splits - 1) * sc.chunk < 1000000);
+  // Many outputs: no split; LogSumExp: never split, never columns (its shift is per output).
+  CHECK(schedule_reduce(ReduceOp::Sum, reduce_plan({4096, 64}, {false, true})).splits == 1);
+  sc = schedule_reduce(ReduceOp::LogSumExp, reduce_plan({8192, 16}, {true, false}));
+  CHECK_FALSE(sc.columns);
+  CHECK(sc.splits == 1);
+  // The split itself: never more than 65535 chunks, none empty, none below min_chunk.
+  for (const auto& [base, count] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 0}, {1, 127}, {1, 128}, {3, 1000}, {1, int64_t{1} << 40}, {2000, 100000}}) {
+    const auto s = oat::cuda::split_reduction(base, count, 64);
+    CAPTURE(base);
+    CAPTURE(count);
+    CHECK(s.splits >= 1);
+    CHECK(s.splits <= 65535);
+    CHECK(s.splits * s.chunk >= count);
+    if (s.splits > 1) {
+      CHECK((s.splits - 1) * s.chunk < count);
+      CHECK(s.chunk >= 64);
+    }
+  }
 }
 
 #else

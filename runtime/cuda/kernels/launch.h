@@ -29,4 +29,29 @@ inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 16 ? 65535 * 16 : b));
 }
 
+// One reduction of `count` terms over several blocks. A reduction that runs as `base` blocks
+// (one per output, or per tile of 32 columns) leaves most of a GPU idle when `base` is small
+// (a bias gradient: 256 columns summed over 8192 rows is 8 tiles). It is then cut into `splits`
+// chunks of `chunk` consecutive terms (at least `min_chunk`), blockIdx.y picking the chunk, until
+// about kSplitTargetBlocks blocks exist; the chunks' FP32 partial results go to scratch and a
+// second kernel combines them in chunk order. The numbers depend on the shape only, never on the
+// device, so a result is the same on every GPU, on the emulator and in a CUDA-graph replay.
+constexpr int64_t kSplitTargetBlocks = 1024;
+struct ReductionSplit {
+  int64_t splits = 1;
+  int64_t chunk = 0;  // terms per split; the last split may have fewer
+};
+inline ReductionSplit split_reduction(int64_t base, int64_t count, int64_t min_chunk) {
+  ReductionSplit s{1, count};
+  if (base < 1) base = 1;
+  if (base >= kSplitTargetBlocks || count < 2 * min_chunk) return s;
+  int64_t n = (kSplitTargetBlocks + base - 1) / base;
+  if (n > count / min_chunk) n = count / min_chunk;
+  if (n > 65535) n = 65535;
+  if (n <= 1) return s;
+  s.chunk = (count + n - 1) / n;
+  s.splits = (count + s.chunk - 1) / s.chunk;  // no empty chunk
+  return s;
+}
+
 }  // namespace oat::cuda

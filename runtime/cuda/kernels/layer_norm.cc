@@ -115,9 +115,13 @@ void layer_norm_grad(KernelContext& ctx) {
       if (p) CUDA_CHECK(cudaMemsetAsync(p, 0, v.n * dtype_size(x.dtype()), stream_of(ctx)));
     return;
   }
+  Tensor scratch;  // the column sums' partials when the rows are split over blocks
+  const int64_t floats = (dscale || dbias) ? layer_norm_grad_scratch_floats(v.rows, v.n) : 0;
+  if (floats > 0) scratch = Tensor(DType::F32, {floats}, Device::CUDA);
   launch_layer_norm_grad(elem_type(x.dtype()), dy.raw_data(), x.raw_data(), ptr(scale),
-                         mean.data<float>(), inv.data<float>(), have, dx, dscale, dbias, v.rows,
-                         v.n, ctx.node().attr_float("epsilon", 1e-5f), stream_of(ctx));
+                         mean.data<float>(), inv.data<float>(), have, dx, dscale, dbias,
+                         scratch.defined() ? scratch.data<float>() : nullptr, v.rows, v.n,
+                         ctx.node().attr_float("epsilon", 1e-5f), stream_of(ctx));
 }
 
 }  // namespace

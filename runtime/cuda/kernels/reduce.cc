@@ -38,6 +38,67 @@ ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
 
 namespace {
 
+// Merges dimension d into d + 1 wherever stride[d] = dim[d + 1]·stride[d + 1] (the offset
+// i_d·s_d + i_{d+1}·s_{d+1} is then (i_d·dim_{d+1} + i_{d+1})·s_{d+1}); row-major order is kept.
+void merge_dims(int& rank, int64_t* dims, int64_t* strides) {
+  int out = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (out > 0 && strides[out - 1] == dims[d] * strides[d]) {
+      dims[out - 1] *= dims[d];
+      strides[out - 1] = strides[d];
+    } else {
+      dims[out] = dims[d];
+      strides[out++] = strides[d];
+    }
+  }
+  for (int d = out; d < rank; ++d) dims[d] = strides[d] = 0;
+  rank = out;
+}
+
+}  // namespace
+
+ReduceSchedule schedule_reduce(ReduceOp op, const ReducePlan& plan) {
+  ReduceSchedule sc;
+  sc.plan = plan;
+  ReducePlan& p = sc.plan;
+  merge_dims(p.kept_rank, p.kept_dims, p.kept_strides);
+  merge_dims(p.red_rank, p.red_dims, p.red_strides);
+  const bool lse = op == ReduceOp::LogSumExp;
+  sc.columns = !lse && p.kept_rank > 0 && p.kept_strides[p.kept_rank - 1] == 1;
+  ReductionSplit split{1, p.count};
+  if (!lse && p.outputs > 0) {
+    if (sc.columns) {
+      // A lane (of 8) sums at least 8 terms of each chunk.
+      const int64_t w = p.kept_dims[p.kept_rank - 1];
+      split = split_reduction((p.outputs / w) * ((w + 31) / 32), p.count, 64);
+    } else {
+      split = split_reduction(p.outputs, p.count, 4096);  // 16 terms per thread of 256
+    }
+  }
+  sc.splits = split.splits;
+  sc.chunk = split.chunk;
+  return sc;
+}
+
+void launch_reduce(ReduceOp op, ElemType t, ElemType ty, const void* x, void* y,
+                   const ReducePlan& plan, cudaStream_t s) {
+  if (plan.outputs == 0) return;
+  const ReduceSchedule sc = schedule_reduce(op, plan);
+  // Scratch from the caching allocator on this stream: freed here, reused only by work queued
+  // after these kernels.
+  Tensor scratch;
+  if (sc.scratch_floats() > 0) scratch = Tensor(DType::F32, {sc.scratch_floats()}, Device::CUDA);
+  launch_reduce_scheduled(op, t, ty, x, y, sc, scratch.defined() ? scratch.data<float>() : nullptr,
+                          s);
+}
+
+void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
+                   cudaStream_t s) {
+  launch_reduce(op, t, t, x, y, plan, s);
+}
+
+namespace {
+
 template <ReduceOp Op>
 void reduce(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);

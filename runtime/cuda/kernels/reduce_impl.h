@@ -28,12 +28,36 @@ struct ReducePlan {
   int64_t red_dims[kMaxRank] = {}, red_strides[kMaxRank] = {};
   int64_t outputs = 0, count = 0;
 };
+// Defined in reduce.cc: schedules the plan (schedule_reduce) and takes the scratch it needs from
+// the caching allocator on the current stream, then calls launch_reduce_scheduled.
 void launch_reduce(ReduceOp op, ElemType t, const void* x, void* y, const ReducePlan& plan,
                    cudaStream_t s);
 // The same with Y stored in `ty`: t, or F32 for F16/BF16 X (the FP32 bias gradients of the
 // weight-gradient ops with grad_type = FLOAT: the FP32 accumulator stored without rounding).
 void launch_reduce(ReduceOp op, ElemType t, ElemType ty, const void* x, void* y,
                    const ReducePlan& plan, cudaStream_t s);
+
+// How a reduction runs (reduce.cc, host only; tests/cuda/launch_plan_test.cc):
+//  - the plan with adjacent dimensions merged where their strides allow (fewer divisions per
+//    term: [N, S, D] summed over N and S is one reduced dimension of N·S);
+//  - rows: a block per output, its threads striding over the terms (coalesced when the innermost
+//    reduced dimension is contiguous: softmax-like rows, a conv bias's H·W);
+//  - columns: when the innermost kept dimension is contiguous (a bias gradient [M, D] -> [D]),
+//    a block of 32 x 8 threads takes 32 neighbouring outputs, so a warp reads 32 neighbouring
+//    elements, and 8 lanes of terms each;
+//  - splits (launch.h split_reduction): chunks of the terms over blockIdx.y when the outputs
+//    alone give too few blocks, partials in FP32 scratch combined in chunk order by a second
+//    kernel. LogSumExp (its max shift is per output) always runs as rows in one chunk.
+struct ReduceSchedule {
+  ReducePlan plan;
+  bool columns = false;
+  int64_t splits = 1, chunk = 0;
+  int64_t scratch_floats() const { return splits > 1 ? splits * plan.outputs : 0; }
+};
+ReduceSchedule schedule_reduce(ReduceOp op, const ReducePlan& plan);
+// Runs a schedule; `scratch` holds schedule.scratch_floats() floats (may be null when 0).
+void launch_reduce_scheduled(ReduceOp op, ElemType t, ElemType ty, const void* x, void* y,
+                             const ReduceSchedule& schedule, float* scratch, cudaStream_t s);
 
 // ReduceXYGrad, the gradient of the reductions whose dX needs X and Y (formulas and tie rules in
 // runtime/cpu/kernels/grad_reduce.cc), in two launches:

@@ -337,6 +337,11 @@ const std::vector<Case>& cases() {
     // softmax family and reductions
     v.push_back({"Softmax", 13, {}, {flt({4, 33})}});
     v.push_back({"LogSoftmax", 13, {}, {flt({4, 1000})}});
+    // a warp per row (len ≤ 512): a last block with 5 of its 8 rows, the longest warp row
+    v.push_back({"Softmax", 13, {}, {flt({2, 4, 37, 28})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "warp rows"});
+    v.push_back({"LogSoftmax", 13, {}, {flt({3, 512})}, 1, {DType::F32, DType::F16, DType::BF16},
+                 "warp rows"});
     v.push_back({"Softmax", 13, {{"axis", attr_i(1)}}, {flt({2, 5, 3})}});
     v.push_back({"LogSoftmax", 11, {{"axis", attr_i(1)}}, {flt({2, 3, 4})}});
     v.push_back({"ReduceSum", 13, {}, {flt({3, 4, 5}), ints({1})}});
@@ -357,6 +362,21 @@ const std::vector<Case>& cases() {
     v.push_back({"ReduceLogSum", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 5})}});
     v.push_back({"ReduceProd", 13, {{"axes", attr_ints({2})}}, {pos({3, 4, 3})}});
     v.push_back({"ReduceSum", 13, {}, {flt({4096 + 17}), ints({0})}, 1, {DType::F32}, "long"});
+    // Schedules (reduce_impl.h): columns split over 128 chunks (a bias gradient), columns with
+    // two reduced dims around the kept ones, rows split into chunks (few outputs, long rows),
+    // each op's finish (mean, sqrt, log) applied once after the chunks combine.
+    v.push_back({"ReduceSum", 13, {}, {flt({8192, 40}), ints({0})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "columns, split"});
+    v.push_back({"ReduceMean", 13, {{"axes", attr_ints({0, 2})}}, {flt({3, 5, 300, 7})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "columns, two reduced dims, split"});
+    v.push_back({"ReduceMin", 13, {{"axes", attr_ints({0})}}, {flt({300, 7})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "columns, split"});
+    v.push_back({"ReduceMax", 13, {{"axes", attr_ints({1})}}, {flt({2, 20000})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "rows, split"});
+    v.push_back({"ReduceL2", 13, {{"axes", attr_ints({1})}}, {flt({3, 9000})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "rows, split"});
+    v.push_back({"ReduceLogSum", 13, {{"axes", attr_ints({0, 2})}}, {pos({4, 3, 3000})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "rows, two reduced dims, split"});
     // shapes and movement
     v.push_back({"Reshape", 14, {}, {flt({2, 3, 4}), ints({4, -1})}});
     v.push_back({"Flatten", 13, {{"axis", attr_i(2)}}, {flt({2, 3, 4})}});
@@ -531,6 +551,8 @@ const std::vector<Case>& cases() {
     }
     v.push_back({"SumToShape", 1, {}, {flt({2, 3, 4}), ints({3, 1})}});
     v.push_back({"SumToShape", 1, {}, {flt({5, 6}), ints({6})}});
+    v.push_back({"SumToShape", 1, {}, {flt({64, 64, 24}), ints({24})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "bias gradient, split"});
     v.push_back({"ReduceGrad", 1, {{"axes", attr_ints({1})}, {"mean", attr_i(1)}},
                  {flt({3, 1, 5}), ints({3, 4, 5})}});
     v.push_back({"ReduceGrad", 1, {{"keepdims", attr_i(0)}}, {flt({}), ints({3, 4})}, 1,
@@ -631,6 +653,10 @@ const std::vector<Case>& cases() {
     v.push_back({"GlobalAveragePoolGrad", 1, {}, {flt({2, 3, 1, 1}), ints({2, 3, 5, 4})}});
     v.push_back({"GlobalMaxPoolGrad", 1, {}, {flt({2, 3, 1, 1}), flt({2, 3, 5, 4})}, 1, {DType::F32}});
     v.push_back({"SoftmaxGrad", 1, {{"axis", attr_i(-1)}}, {flt({4, 33}), In{In::Unit, {4, 33}}}});
+    v.push_back({"SoftmaxGrad", 1, {{"axis", attr_i(-1)}}, {flt({37, 600}), In{In::Unit, {37, 600}}},
+                 1, {DType::F32, DType::F16, DType::BF16}, "block rows"});
+    v.push_back({"LogSoftmaxGrad", 1, {{"axis", attr_i(-1)}}, {flt({45, 7}), flt({45, 7})}, 1,
+                 {DType::F32, DType::F16, DType::BF16}, "warp rows"});
     v.push_back({"LogSoftmaxGrad", 1, {{"axis", attr_i(1)}}, {flt({2, 5, 3}), flt({2, 5, 3})}});
     v.push_back({"LogSoftmaxGrad", 1, {{"axis", attr_i(1)}, {"coerce_2d", attr_i(1)}},
                  {flt({2, 3, 4}), flt({2, 3, 4})}});
@@ -640,6 +666,9 @@ const std::vector<Case>& cases() {
     v.push_back({"LayerNormalizationGrad", 1, {{"axis", attr_i(1)}},
                  {flt({3, 4, 5}), flt({3, 4, 5}), flt({4, 5})}, 3});
     v.push_back({"LayerNormalizationGrad", 1, {}, {flt({0, 32}), flt({0, 32}), flt({32})}, 3});
+    // 2048 rows of 48: dScale/dBias split over 32 chunks of 64 rows (norm_impl.cu)
+    v.push_back({"LayerNormalizationGrad", 1, {}, {flt({2048, 48}), flt({2048, 48}), flt({48})}, 3,
+                 {DType::F32, DType::F16, DType::BF16}, "split column sums"});
     // LpNormalization(+Grad): p 2 and 1, rows (one block each) and strided columns, a zero lane.
     {
       const std::vector<DType> all3 = {DType::F32, DType::F16, DType::BF16};

@@ -75,13 +75,18 @@ __global__ void adam_kernel(const float* p, const void* g, int g_type, const flo
                             const float* v, float* po, float* mo, float* vo, void* low,
                             int low_type, int64_t n, AdamParams prm, const bool* skip) {
   const bool skipped = skip && *skip;
-  // Per thread, in double as the CPU kernel does: step_size = lr / (1 − β₁ᵗ),
+  // Once per block (two double pows per thread would cost about as much as the update's memory
+  // traffic), in double as the CPU kernel does: step_size = lr / (1 − β₁ᵗ),
   // inv_sqrt_c2 = 1 / √(1 − β₂ᵗ), decay = 1 − lr·λ (AdamW) or 1, l2 = λ (Adam) or 0.
-  const double lr = *prm.lr, t = static_cast<double>(*prm.step);
-  const float step_size = static_cast<float>(lr / (1.0 - pow(static_cast<double>(prm.beta1), t)));
-  const float inv_sqrt_c2 =
-      static_cast<float>(1.0 / sqrt(1.0 - pow(static_cast<double>(prm.beta2), t)));
-  const float decay = static_cast<float>(prm.decoupled ? 1.0 - lr * prm.weight_decay : 1.0);
+  __shared__ float coef[3];
+  if (threadIdx.x == 0) {
+    const double lr = *prm.lr, t = static_cast<double>(*prm.step);
+    coef[0] = static_cast<float>(lr / (1.0 - pow(static_cast<double>(prm.beta1), t)));
+    coef[1] = static_cast<float>(1.0 / sqrt(1.0 - pow(static_cast<double>(prm.beta2), t)));
+    coef[2] = static_cast<float>(prm.decoupled ? 1.0 - lr * prm.weight_decay : 1.0);
+  }
+  __syncthreads();
+  const float step_size = coef[0], inv_sqrt_c2 = coef[1], decay = coef[2];
   const float l2 = prm.decoupled ? 0.f : prm.weight_decay;
   OAT_GRID_STRIDE_LOOP(i, n) {
     float pn = p[i], mn = m[i], vn = v[i];

@@ -27,6 +27,62 @@ __global__ void softmax_rows(const T* x, T* y, int64_t len) {
   }
 }
 
+// inner == 1 and short rows (len ≤ kWarpRowMax, attention over a sequence, class logits): one
+// warp per row, 8 rows per block of 256, lanes striding along the row, shuffles and no barrier;
+// a block per row would leave 32-thread blocks (half an SM's threads at most) and two barriers
+// per reduction.
+constexpr int64_t kWarpRowMax = 512;
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ int64_t warp_row() {
+  return blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+}
+
+template <class T, bool Log>
+__global__ void softmax_warp_rows(const T* x, T* y, int64_t rows, int64_t len) {
+  const int64_t row = warp_row();
+  if (row >= rows) return;  // the whole warp
+  const int lane = threadIdx.x & 31;
+  const T* xr = x + row * len;
+  T* yr = y + row * len;
+  float m = -FLT_MAX;
+  for (int64_t j = lane; j < len; j += 32) m = fmaxf(m, to_float(xr[j]));
+  m = warp_max(m);
+  float s = 0.f;
+  for (int64_t j = lane; j < len; j += 32) s += expf(to_float(xr[j]) - m);
+  s = warp_sum(s);
+  const float ls = logf(s), inv = 1.f / s;
+  for (int64_t j = lane; j < len; j += 32) {
+    const float v = to_float(xr[j]) - m;
+    yr[j] = from_float<T>(Log ? v - ls : expf(v) * inv);
+  }
+}
+
+// dX from dY and Y as softmax_grad_rows, a warp per row.
+template <class T, bool Log>
+__global__ void softmax_grad_warp_rows(const T* dy, const T* y, T* dx, int64_t rows, int64_t len) {
+  const int64_t row = warp_row();
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const int64_t base = row * len;
+  float s = 0.f;
+  for (int64_t j = lane; j < len; j += 32)
+    s += Log ? to_float(dy[base + j]) : to_float(dy[base + j]) * to_float(y[base + j]);
+  s = warp_sum(s);
+  for (int64_t j = lane; j < len; j += 32) {
+    const float g = to_float(dy[base + j]), v = to_float(y[base + j]);
+    dx[base + j] = from_float<T>(Log ? g - expf(v) * s : v * (g - s));
+  }
+}
+
+unsigned warp_row_blocks(int64_t rows) { return static_cast<unsigned>((rows + 7) / 8); }
+
 // inner > 1: one thread per (outer, inner) column walks the axis three times.
 template <class T, bool Log>
 __global__ void softmax_columns(const T* x, T* y, int64_t outer, int64_t len, int64_t inner) {
@@ -53,7 +109,9 @@ void launch_kind(ElemType t, const void* x, void* y, int64_t outer, int64_t len,
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x);
     T* py = static_cast<T*>(y);
-    if (inner == 1) {
+    if (inner == 1 && len <= kWarpRowMax && outer < (int64_t{1} << 34)) {
+      softmax_warp_rows<T, Log><<<warp_row_blocks(outer), 256, 0, s>>>(px, py, outer, len);
+    } else if (inner == 1) {
       const int threads = len >= 1024 ? 256 : (len >= 128 ? 128 : 32);
       for (int64_t o = 0; o < outer; o += 65535) {  // gridDim.x limit per launch
         const int64_t rows = outer - o < 65535 ? outer - o : 65535;
@@ -106,7 +164,10 @@ void launch_grad_kind(ElemType t, const void* dy, const void* y, void* dx, int64
     const T* pdy = static_cast<const T*>(dy);
     const T* py = static_cast<const T*>(y);
     T* pdx = static_cast<T*>(dx);
-    if (inner == 1) {
+    if (inner == 1 && len <= kWarpRowMax && outer < (int64_t{1} << 34)) {
+      softmax_grad_warp_rows<T, Log><<<warp_row_blocks(outer), 256, 0, s>>>(pdy, py, pdx, outer,
+                                                                           len);
+    } else if (inner == 1) {
       const int threads = len >= 1024 ? 256 : (len >= 128 ? 128 : 32);
       for (int64_t o = 0; o < outer; o += 65535) {
         const int64_t rows = outer - o < 65535 ? outer - o : 65535;

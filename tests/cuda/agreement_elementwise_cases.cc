@@ -56,8 +56,9 @@ void add_elementwise_cases(std::vector<Case>& v) {
   v.push_back({"IsInf", 10, {}, {huge({3, 4})}});
   v.push_back({"Not", 1, {}, {bools({3, 4})}, 1, {DType::Bool}});
   // Dropout: inference (Y = X, mask all true), and training, where both backends draw the same
-  // mask (numpy's MT19937 stream from the seed; the CUDA kernel draws it in a host function).
-  // Before opset 10 the mask is in X's dtype; opset 6 trains when is_test = 0.
+  // mask (seeded: numpy's MT19937 stream, drawn by the CUDA kernel in a host function; unseeded:
+  // Philox, computed on the device). Before opset 10 the mask is in X's dtype; opset 6 trains
+  // when is_test = 0.
   v.push_back(
       {"Dropout", 13, {}, {flt({3, 5})}, 2, {DType::F32, DType::F16, DType::BF16}, "inference"});
   v.push_back({"Dropout",
@@ -77,6 +78,17 @@ void add_elementwise_cases(std::vector<Case>& v) {
                  2,
                  {DType::F32, DType::F16, DType::BF16},
                  "training"});
+  }
+  {
+    In ratio = vals({}, {0.3f});
+    ratio.keep_f32 = true;
+    v.push_back({"Dropout",
+                 13,
+                 {},
+                 {flt({5, 37}), ratio, all_true({})},
+                 2,
+                 {DType::F32, DType::F16, DType::BF16},
+                 "training, unseeded (Philox, 185 elements: a partial block of 4)"});
   }
   v.push_back({"Dropout",
                6,

@@ -55,8 +55,10 @@ struct RunResult {
   std::string graph;
 };
 
-// models::mlp(1) with Dropout (ratio 0.5, seed 5) after its first Relu.
-Graph mlp_with_dropout() {
+enum class WithDropout { No, Seeded, Unseeded };
+
+// models::mlp(1) with Dropout (ratio 0.5; seed 5, or none) after its first Relu.
+Graph mlp_with_dropout(bool seeded) {
   Graph g = models::mlp(1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (g.nodes[i].op != OpId::Relu) continue;
@@ -65,8 +67,10 @@ Graph mlp_with_dropout() {
     d.op_type = "Dropout";
     d.op = OpId::Dropout;
     d.opset = 13;
-    d.attrs["seed"].kind = Attribute::Kind::Int;
-    d.attrs["seed"].i = 5;
+    if (seeded) {
+      d.attrs["seed"].kind = Attribute::Kind::Int;
+      d.attrs["seed"].i = 5;
+    }
     d.outputs = {g.nodes[i].outputs[0]};
     g.nodes[i].outputs[0] += ".pre_dropout";
     d.inputs = {g.nodes[i].outputs[0]};
@@ -77,8 +81,10 @@ Graph mlp_with_dropout() {
 }
 
 RunResult train_mlp(Device device, bool graph, const std::string& precision, int64_t samples,
-                    double init_scale = 65536.0, bool dropout = false) {
-  const Graph model = dropout ? mlp_with_dropout() : models::mlp(1);
+                    double init_scale = 65536.0, WithDropout dropout = WithDropout::No) {
+  const Graph model = dropout == WithDropout::No
+                          ? models::mlp(1)
+                          : mlp_with_dropout(dropout == WithDropout::Seeded);
   train::TrainerConfig cfg;
   cfg.epochs = 2;
   cfg.batch = 32;
@@ -279,17 +285,23 @@ TEST_CASE("Trainer on CUDA: FP32 steps follow the CPU reference; the CUDA graph 
 }
 
 TEST_CASE("Trainer on CUDA: training-mode Dropout draws the CPU's masks, also in a CUDA graph") {
-  // The CPU draws mask k of the run from the seed's MT19937 stream; the CUDA kernel draws the same
-  // stream in a host function that the graph replays, so eager, graph and CPU keep the same units.
-  const RunResult cpu = train_mlp(Device::CPU, false, "fp32", 100, 65536.0, true);
-  REQUIRE(cpu.losses.size() == 8);
+  // Seeded: the CPU draws mask k of the run from the seed's MT19937 stream; the CUDA kernel draws
+  // the same stream in a host function that the graph replays. Unseeded: both compute Philox draw
+  // k, the CUDA kernel on the device with k in device memory, advanced at every replay. Either
+  // way eager, graph and CPU keep the same units at every step.
   const RunResult cpu_plain = train_mlp(Device::CPU, false, "fp32", 100);
-  CHECK(cpu.losses[0] != cpu_plain.losses[0]);  // the Dropout node is in the graph and drops
-  if (!have_gpu()) return;
-  const RunResult eager = train_mlp(Device::CUDA, false, "fp32", 100, 65536.0, true);
-  const RunResult graph = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, true);
-  CHECK(graph.graph == "on");
-  expect_eager_and_graph_follow(cpu, eager, graph);
+  for (const WithDropout kind : {WithDropout::Seeded, WithDropout::Unseeded}) {
+    const std::string stream = kind == WithDropout::Seeded ? "seeded" : "unseeded";
+    CAPTURE(stream);
+    const RunResult cpu = train_mlp(Device::CPU, false, "fp32", 100, 65536.0, kind);
+    REQUIRE(cpu.losses.size() == 8);
+    CHECK(cpu.losses[0] != cpu_plain.losses[0]);  // the Dropout node is in the graph and drops
+    if (!have_gpu()) continue;
+    const RunResult eager = train_mlp(Device::CUDA, false, "fp32", 100, 65536.0, kind);
+    const RunResult graph = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, kind);
+    CHECK(graph.graph == "on");
+    expect_eager_and_graph_follow(cpu, eager, graph);
+  }
 }
 
 TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the CPU emulation") {

@@ -1,12 +1,17 @@
 // Generators and casts (runtime/cpu/kernels/generator.cc): Constant in each attribute form,
 // ConstantOfShape, Cast (integer and opset-1 string 'to'), CastLike, Range for float and integer
-// types, Dropout in inference and in training mode (numpy-compatible mask, fixed seed).
+// types, Dropout in inference and in training mode (numpy-compatible mask with a seed; the
+// Philox stream without one).
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
+#include "runtime/cpu/kernels/philox.h"
+#include "runtime/executor.h"
 #include "tests/runtime/single_node.h"
 
 using namespace oat;
@@ -146,4 +151,68 @@ TEST_CASE("Dropout: identity in inference, numpy-compatible mask in training") {
   const uint32_t a = np0() >> 5, b = np0() >> 6;
   CHECK((a * 67108864.0 + b) / 9007199254740992.0 == doctest::Approx(0.5488135039273248));
   CHECK_THROWS_AS(run_node("Dropout", 13, {}, {x, Tensor::scalar<float>(1.5f), on}, 1), Error);
+}
+
+TEST_CASE("Philox4x32-10 matches Random123's known-answer vectors") {
+  auto check = [](Philox4 c, uint32_t k0, uint32_t k1, std::array<uint32_t, 4> want) {
+    const Philox4 r = philox4x32_10(c, k0, k1);
+    for (int i = 0; i < 4; ++i) CHECK(r.v[i] == want[i]);
+  };
+  check({{0, 0, 0, 0}}, 0, 0, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u});
+  check({{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu,
+        {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu});
+  check({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u,
+        {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u});
+}
+
+TEST_CASE("Dropout without a seed: Philox draws, fresh at every run, reproducible per node") {
+  // One Dropout node "drop" (opset 13, ratio 0.3, training) in an executor that persists.
+  Graph g;
+  g.opsets[""] = 13;
+  Node n;
+  n.name = "drop";
+  n.op_type = "Dropout";
+  n.op = op_from_name("Dropout");
+  n.opset = 13;
+  n.inputs = {"x", "ratio", "training"};
+  n.outputs = {"y", "mask"};
+  g.nodes.push_back(n);
+  g.inputs = {ValueInfo{"x", DType::F32, std::vector<Dim>{{1001, ""}}},
+              ValueInfo{"ratio", DType::F32, std::vector<Dim>{}},
+              ValueInfo{"training", DType::Bool, std::vector<Dim>{}}};
+  g.outputs = {ValueInfo{"y", DType::Undefined, std::nullopt},
+               ValueInfo{"mask", DType::Undefined, std::nullopt}};
+  const Tensor x = iota_f({1001});
+  const std::map<std::string, Tensor> feeds = {{"x", x},
+                                               {"ratio", Tensor::scalar<float>(0.3f)},
+                                               {"training", Tensor::scalar<bool>(true)}};
+  Executor first(g), second(g);
+  const uint64_t key = std::hash<std::string>{}("drop");
+  std::vector<std::vector<int64_t>> masks;
+  for (uint64_t draw = 0; draw < 3; ++draw) {
+    CAPTURE(draw);
+    const auto out = first.run(feeds);
+    const std::vector<int64_t> mask = ivec(out[1]);
+    // Element i is word i mod 4 of Philox((i / 4, draw), key), kept when (word >> 8) / 2^24 >= 0.3.
+    int64_t kept = 0, wrong = 0;
+    for (int64_t i = 0; i < 1001; ++i) {
+      const Philox4 w = philox4x32_10(
+          Philox4{{static_cast<uint32_t>(i / 4), 0, static_cast<uint32_t>(draw), 0}},
+          static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
+      const bool keep = (w.v[i % 4] >> 8) / 16777216.0 >= 0.3;
+      wrong += mask[i] != keep;
+      kept += keep;
+      if (mask[i] != keep) continue;
+      const float y = out[0].data<float>()[i];
+      if (keep) CHECK(y == doctest::Approx(i / 0.7));
+      else CHECK(y == 0.f);
+    }
+    CHECK(wrong == 0);
+    CHECK(kept > 650);  // 1001 · 0.7 = 700.7 expected
+    CHECK(kept < 750);
+    masks.push_back(mask);
+    CHECK(ivec(second.run(feeds)[1]) == mask);  // another executor: the same sequence
+  }
+  CHECK(masks[0] != masks[1]);
+  CHECK(masks[1] != masks[2]);
 }

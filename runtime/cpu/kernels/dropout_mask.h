@@ -1,12 +1,19 @@
 // Dropout's mode and mask, shared by the CPU kernel (generator.cc) and the CUDA kernel
-// (runtime/cuda/kernels/dropout.cc), which draws the same mask on the host: for the same seed both
-// backends keep the same elements.
+// (runtime/cuda/kernels/dropout.cc): for the same node and step both backends keep the same
+// elements. Two streams:
 //
-// The mask follows the ONNX reference (numpy's legacy generator: np.random.seed(seed);
-// u = np.random.uniform(0, 1, X.shape); keep = u >= ratio): MT19937 seeded with `seed`
-// (std::mt19937's seeding is numpy's init_genrand), u = (a·2^26 + b) / 2^53 from two 32-bit draws
-// a = w0 >> 5, b = w1 >> 6, element by element in row-major order. Each kernel owns one generator,
-// seeded once, so successive training steps draw fresh masks and a run is reproducible.
+// - With a `seed` attribute, the ONNX reference's (numpy's legacy generator: np.random.seed(seed);
+//   u = np.random.uniform(0, 1, X.shape); keep = u >= ratio), which ONNX's conformance cases
+//   expect: MT19937 seeded with `seed` (std::mt19937's seeding is numpy's init_genrand),
+//   u = (a·2^26 + b) / 2^53 from two 32-bit draws a = w0 >> 5, b = w1 >> 6, element by element in
+//   row-major order. Sequential by nature: the CUDA kernel draws it on the host.
+// - Without one (what torch.onnx and tf2onnx write for training-mode Dropout), Philox4x32-10
+//   (philox.h), counter-based as PyTorch's CUDA dropout: element i of the node's d-th draw is
+//   word i mod 4 of Philox((i / 4, d), key = a hash of the node's name), u = (word >> 8) / 2^24.
+//   The CUDA kernel computes it on the device (no host draw, no copy), with d kept in device
+//   memory so that every replay of a captured CUDA graph draws the next mask.
+// Each kernel owns its stream, started once, so successive training steps draw fresh masks and a
+// run is reproducible.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +21,22 @@
 #include <random>
 #include <string>
 
+#include "runtime/cpu/kernels/philox.h"
 #include "runtime/graph.h"
 #include "runtime/kernel.h"
 
 namespace oat::cpu {
 
-// The generator of a Dropout node: seeded with its 'seed' attribute, else a hash of its name.
+// Whether a Dropout node draws numpy's MT19937 stream ('seed' given) or the Philox one.
+inline bool dropout_is_seeded(const Node& n) { return n.has_attr("seed"); }
+
+// The Philox key of an unseeded Dropout node: a hash of its name.
+inline uint64_t dropout_philox_key(const Node& n) {
+  return static_cast<uint64_t>(std::hash<std::string>{}(n.name));
+}
+
+// The MT19937 generator of a Dropout node: seeded with its 'seed' attribute, else a hash of its
+// name.
 inline std::mt19937 dropout_generator(const Node& n) {
   return std::mt19937(static_cast<std::mt19937::result_type>(
       n.has_attr("seed") ? n.attr_int("seed", 0)
@@ -58,6 +75,16 @@ inline void draw_dropout_keep(std::mt19937& g, double ratio, int64_t count, uint
     const uint32_t a = g() >> 5, b = g() >> 6;
     const double u = (a * 67108864.0 + b) / 9007199254740992.0;
     keep[i] = u >= ratio;
+  }
+}
+
+// keep[i] for the `draw`-th Philox draw of `count` elements under `key` (see the top of the file).
+inline void draw_dropout_keep_philox(uint64_t key, uint64_t draw, double ratio, int64_t count,
+                                     uint8_t* keep) {
+  for (int64_t b = 0; b * 4 < count; ++b) {
+    const Philox4 w = dropout_philox_block(key, draw, static_cast<uint64_t>(b));
+    for (int64_t k = 0; k < 4 && b * 4 + k < count; ++k)
+      keep[b * 4 + k] = dropout_philox_keep(w.v[k], ratio);
   }
 }
 

@@ -105,7 +105,8 @@ void range(KernelContext& ctx) {
 template <class T>
 class DropoutKernel : public OpKernel {
  public:
-  explicit DropoutKernel(const Node& n) : gen_(dropout_generator(n)) {}
+  explicit DropoutKernel(const Node& n)
+      : seeded_(dropout_is_seeded(n)), key_(dropout_philox_key(n)), gen_(dropout_generator(n)) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -117,7 +118,8 @@ class DropoutKernel : public OpKernel {
     if (!mode.drops()) {
       ctx.set_output(0, x);
     } else {
-      draw_dropout_keep(gen_, mode.ratio, count, keep.data());
+      if (seeded_) draw_dropout_keep(gen_, mode.ratio, count, keep.data());
+      else if (count) draw_dropout_keep_philox(key_, draws_++, mode.ratio, count, keep.data());
       const T* src = x.data<T>();
       T* y = ctx.allocate_output(0, x.dtype(), x.shape()).template data<T>();
       // F16/BF16: x·scale in float, rounded once (the scale itself is not rounded to 16 bits).
@@ -137,6 +139,9 @@ class DropoutKernel : public OpKernel {
   }
 
  private:
+  bool seeded_;
+  uint64_t key_;
+  uint64_t draws_ = 0;  // Philox draws so far (the counter's high half)
   std::mt19937 gen_;
 };
 

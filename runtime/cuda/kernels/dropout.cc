@@ -1,12 +1,15 @@
 // Dropout(X, ratio?, training_mode?) -> Y, mask? on CUDA.
 //   inference (or ratio 0): Y = X (shared storage), mask all true
-//   training: keep drawn as the CPU draws it (numpy's MT19937 stream, same seed: dropout_mask.h),
-//     Y = keep ? X / (1 − ratio) : 0 in float, rounded once (launch_masked_scale), mask = keep
-// The mask is drawn on the host, in stream order: a host function enqueued on the stream
-// (cudaLaunchHostFunc) advances the kernel's generator into a pinned buffer, and an async copy
-// moves it to the device. So the CUDA kernel keeps the same elements as the CPU reference for the
-// same seed and step, and a CUDA graph captures the draw as a host node: every replay draws a
-// fresh mask, in the same sequence as eager steps would.
+//   training: keep drawn as the CPU draws it (dropout_mask.h), Y = keep ? X / (1 − ratio) : 0 in
+//     float, rounded once (launch_masked_scale), mask = keep
+// Unseeded nodes (torch.onnx's and tf2onnx's training-mode Dropout): the Philox stream, computed
+// on the device (dropout_impl.cu); the draw number lives in device memory and is advanced by a
+// kernel, so a captured CUDA graph draws the next mask at every replay, as eager steps would.
+// Seeded nodes (ONNX's conformance cases): numpy's MT19937 stream, sequential, so drawn on the
+// host in stream order: a host function enqueued on the stream (cudaLaunchHostFunc) advances the
+// kernel's generator into a pinned buffer, and an async copy moves it to the device; a CUDA graph
+// captures the draw as a host node. Either way the CUDA kernel keeps the same elements as the
+// CPU reference for the same node and step.
 #include <memory>
 #include <random>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "runtime/cpu/kernels/dropout_mask.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/dropout_impl.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
 
@@ -23,7 +27,10 @@ namespace {
 
 class DropoutKernel : public OpKernel {
  public:
-  explicit DropoutKernel(const Node& n) : gen_(cpu::dropout_generator(n)) {}
+  explicit DropoutKernel(const Node& n)
+      : seeded_(cpu::dropout_is_seeded(n)),
+        key_(cpu::dropout_philox_key(n)),
+        gen_(cpu::dropout_generator(n)) {}
 
   ~DropoutKernel() override {
     // Pending host functions use gen_ and the pinned buffers.
@@ -54,7 +61,8 @@ class DropoutKernel : public OpKernel {
     } else {
       Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
       if (count) {
-        draw_into(ctx, keep, count, mode.ratio, s);
+        if (seeded_) draw_into(ctx, keep, count, mode.ratio, s);
+        else draw_philox(ctx, keep, count, mode.ratio, s);
         launch_masked_scale(elem_type(x.dtype()), x.raw_data(), keep.data<bool>(), y.raw_data(),
                             count, static_cast<float>(1.0 / (1.0 - mode.ratio)), s);
       }
@@ -111,6 +119,24 @@ class DropoutKernel : public OpKernel {
                                cudaMemcpyHostToDevice, s));
   }
 
+  // The Philox draw into `keep` (device), numbered by the device counter draws_.
+  void draw_philox(const KernelContext& ctx, Tensor& keep, int64_t count, double ratio,
+                   cudaStream_t s) {
+    if (!draws_.defined()) {
+      // Zeroed once, eagerly: a zeroing captured in a graph would restart the stream at every
+      // replay. (The Trainer runs a step eagerly before it captures one.)
+      if (cuda_context(ctx).capturing())
+        ctx.fail("training-mode Dropout must run once before a CUDA graph capture");
+      draws_ = Tensor(DType::I64, {1}, Device::CUDA);
+      CUDA_CHECK(cudaMemsetAsync(draws_.raw_data(), 0, sizeof(uint64_t), s));
+    }
+    launch_dropout_philox(key_, static_cast<uint64_t*>(draws_.raw_data()), ratio,
+                          keep.data<bool>(), count, s);
+  }
+
+  bool seeded_;
+  uint64_t key_;
+  Tensor draws_;                       // Philox draws so far, on the device (one uint64)
   std::mt19937 gen_;                   // advanced only by run_draw, in stream order
   std::vector<uint8_t*> buffers_;      // pinned; the last is the current one
   int64_t capacity_ = 0;

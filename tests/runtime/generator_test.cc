@@ -12,6 +12,7 @@
 
 #include "runtime/cpu/kernels/philox.h"
 #include "runtime/executor.h"
+#include "tests/node_builder.h"
 #include "tests/runtime/single_node.h"
 
 using namespace oat;
@@ -169,14 +170,7 @@ TEST_CASE("Dropout without a seed: Philox draws, fresh at every run, reproducibl
   // One Dropout node "drop" (opset 13, ratio 0.3, training) in an executor that persists.
   Graph g;
   g.opsets[""] = 13;
-  Node n;
-  n.name = "drop";
-  n.op_type = "Dropout";
-  n.op = op_from_name("Dropout");
-  n.opset = 13;
-  n.inputs = {"x", "ratio", "training"};
-  n.outputs = {"y", "mask"};
-  g.nodes.push_back(n);
+  g.nodes.push_back(make_node_outputs("drop", "Dropout", {"x", "ratio", "training"}, {"y", "mask"}));
   g.inputs = {ValueInfo{"x", DType::F32, std::vector<Dim>{{1001, ""}}},
               ValueInfo{"ratio", DType::F32, std::vector<Dim>{}},
               ValueInfo{"training", DType::Bool, std::vector<Dim>{}}};

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
 
@@ -280,8 +281,9 @@ namespace {
 // have to synchronise to size it anyway; they sit at the end of detection graphs or in index
 // arithmetic), and Det (small batched matrices, an LU per matrix; no device kernel yet). See
 // runtime/cuda/README.md, "Host-placed ops".
-// The random generators (RandomNormal, RandomUniform, their *Like forms, Bernoulli, Multinomial)
-// also run on the host, with the CPU kernel's per-node generator (runtime/cpu/kernels/random.cc):
+// The random generators (RandomNormal, RandomUniform, their *Like forms with a 'seed' or a float64
+// output, Bernoulli, Multinomial) also run on the host, with the CPU kernel's per-node generator
+// (runtime/cpu/kernels/random.cc; unseeded float ones have a device kernel, device_random below):
 // the same stream as on the CPU, the draw uploaded (a device input is downloaded first, as for
 // the ops above; the *Like ops only read its shape). A CUDA graph would replay the draw made at capture time at every step (an
 // upload captures a pinned copy of the host values), so a step with one is not captured:
@@ -293,6 +295,21 @@ bool random_op(OpId op) {
       return true;
     default: return false;
   }
+}
+
+// Unseeded RandomNormal / RandomUniform (+Like) with an F32, F16 or BF16 output compute their
+// Philox stream on the device (kernels/random.cc): captured like any kernel.
+bool device_random(const Node& node, const std::vector<const Tensor*>& inputs) {
+  const bool like = node.op == OpId::RandomNormalLike || node.op == OpId::RandomUniformLike;
+  if (!like && node.op != OpId::RandomNormal && node.op != OpId::RandomUniform) return false;
+  if (!cpu::random_uses_philox(node)) return false;
+  if (node.has_attr("dtype")) {
+    const int64_t code = node.attr_int("dtype", 1);
+    return code == 1 || code == 10 || code == 16;
+  }
+  if (!like) return true;  // float32
+  const Tensor* x = inputs.empty() ? nullptr : inputs[0];
+  return x && (x->dtype() == DType::F32 || x->dtype() == DType::F16 || x->dtype() == DType::BF16);
 }
 
 bool host_placed(OpId op) {
@@ -312,9 +329,11 @@ bool host_placed(OpId op) {
 }  // namespace
 
 Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>& inputs) const {
-  if (random_op(node.op) && capturing_)
+  const bool on_device_random = device_random(node, inputs);
+  if (random_op(node.op) && !on_device_random && capturing_)
     throw Error(cat(node.describe(), ": draws random numbers on the host; a CUDA graph would replay "
                     "the captured draw at every step: this step cannot be captured"));
+  if (on_device_random) return Device::CUDA;
   if (host_placed(node.op)) return Device::CPU;
   // The host when every input is already there and is integer (shape arithmetic) or a scalar
   // (a learning-rate product, Range's bounds): the device would only add copies.

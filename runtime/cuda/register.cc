@@ -9,6 +9,7 @@ void register_kernels(KernelRegistry& r) {
   register_matmul(r);
   register_shape(r);
   register_dropout(r);
+  register_random(r);
   register_movement(r);
   register_pad(r);
   register_resize(r);

@@ -10,6 +10,7 @@ void register_elementwise(KernelRegistry& r);  // kernels/elementwise.cc: binary
 void register_matmul(KernelRegistry& r);       // kernels/matmul.cc: MatMul Gemm (cuBLAS)
 void register_shape(KernelRegistry& r);        // kernels/shape.cc: views, Shape, Size
 void register_dropout(KernelRegistry& r);      // kernels/dropout.cc: Dropout
+void register_random(KernelRegistry& r);       // kernels/random.cc: unseeded Random* (Philox)
 void register_movement(KernelRegistry& r);     // kernels/movement.cc: Transpose Concat Expand ...
 void register_pad(KernelRegistry& r);          // kernels/pad.cc: Pad
 void register_resize(KernelRegistry& r);       // kernels/resize.cc: Resize Upsample ResizeGrad

@@ -256,9 +256,42 @@ void add_model_op_cases(std::vector<Case>& v) {
                  "columns"});
     v.push_back({"Det", 11, {}, {flt({2, 3, 3})}});
     v.push_back({"NonZero", 13, {}, {vals({2, 3}, {0, 1, -0.f, 2.5f, 0, -3})}});
-    // Random generators: host-placed with the CPU kernel's per-node generator, so a seeded node
-    // draws the same numbers under both executors (each run_on builds a new kernel from the
-    // seed) and agrees element-wise; an unseeded one would not (runtime/cpu/kernels/random.cc).
+    // Random generators. Seeded: host-placed with the CPU kernel's per-node generator, so the
+    // node draws the same numbers under both executors (each run_on builds a new kernel from
+    // the seed). Unseeded: Philox keyed by the process seed and the node, computed on the device
+    // by the CUDA kernel; both executors' first draw is draw 0 of the same key. Both agree
+    // element-wise (runtime/cpu/kernels/random.cc).
+    for (DType dt : all3) {
+      const int64_t code = dt == DType::F32 ? 1 : dt == DType::F16 ? 10 : 16;
+      v.push_back({"RandomNormal",
+                   1,
+                   {{"shape", attr_ints({7, 9})},
+                    {"mean", attr_f(1)},
+                    {"scale", attr_f(2)},
+                    {"dtype", attr_i(code)}},
+                   {},
+                   1,
+                   {dt},
+                   "unseeded (Philox)"});
+      v.push_back({"RandomUniform",
+                   1,
+                   {{"shape", attr_ints({5, 13})},
+                    {"low", attr_f(0.99f)},
+                    {"high", attr_f(1.0001f)},
+                    {"dtype", attr_i(code)}},
+                   {},
+                   1,
+                   {dt},
+                   "unseeded (Philox), high not representable"});
+    }
+    v.push_back({"RandomNormalLike", 1, {}, {flt({3, 11})}, 1, all3, "unseeded (Philox)"});
+    v.push_back({"RandomUniformLike",
+                 1,
+                 {{"low", attr_f(-2)}, {"high", attr_f(3)}},
+                 {flt({4, 9})},
+                 1,
+                 all3,
+                 "unseeded (Philox)"});
     for (DType dt : all3) {
       const int64_t code = dt == DType::F32 ? 1 : dt == DType::F16 ? 10 : 16;
       v.push_back({"RandomNormal",

@@ -252,12 +252,12 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
   // Placed on the host by CudaContext (their output's length depends on the values): no CUDA
   // kernel; their cases run the CUDA executor's download path (runtime/cuda/README.md).
-  // The random generators are host-placed too (one generator per node, the CPU's stream on
+  // Bernoulli and Multinomial are host-placed too (one generator per node, the CPU's stream on
   // every backend; a step with one is not captured in a CUDA graph): their seeded cases agree.
+  // RandomNormal/RandomUniform(+Like) have a device kernel for unseeded nodes (Philox, both
+  // backends) and run on the host when seeded: cases of both kinds.
   const std::set<OpId> host_placed = {OpId::NonMaxSuppression, OpId::Compress, OpId::Unique,
-                                       OpId::Det, OpId::NonZero, OpId::RandomNormal,
-                                       OpId::RandomUniform, OpId::RandomNormalLike,
-                                       OpId::RandomUniformLike, OpId::Bernoulli,
+                                       OpId::Det,         OpId::NonZero, OpId::Bernoulli,
                                        OpId::Multinomial};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.

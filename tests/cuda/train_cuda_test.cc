@@ -15,6 +15,8 @@
 #include "cli/cli_runner.h"
 #include "dense_models.h"
 #include "models/zoo.h"
+#include "tests/node_builder.h"
+#include "tests/runtime/single_node.h"
 #include "onnx_loader/graph_writer.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/cuda/device.h"
@@ -55,7 +57,29 @@ struct RunResult {
   std::string graph;
 };
 
-enum class WithDropout { No, Seeded, Unseeded };
+enum class WithDropout { No, Seeded, Unseeded, Noise, SeededNoise };
+
+// models::mlp(1) with Gaussian noise after its first Relu: h + 0.1·RandomNormalLike(h), the
+// generator unseeded (Philox, a device kernel on CUDA) or seeded (drawn on the host).
+Graph mlp_with_noise(bool seeded) {
+  Graph g = models::mlp(1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op != OpId::Relu) continue;
+    const std::string h = g.nodes[i].outputs[0], pre = h + ".pre_noise";
+    g.nodes[i].outputs[0] = pre;
+    std::map<std::string, Attribute> attrs;
+    if (seeded) attrs["seed"] = oat_test::attr_f(3);
+    g.initializers["noise_scale"] = Tensor::scalar<float>(0.1f);
+    const std::vector<Node> noise = {
+        oat_test::make_node("noise", "RandomNormalLike", {pre}, "eps", attrs, 1),
+        oat_test::make_node("scale_noise", "Mul", {"eps", "noise_scale"}, "scaled_eps"),
+        oat_test::make_node("add_noise", "Add", {pre, "scaled_eps"}, h)};
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i) + 1, noise.begin(),
+                   noise.end());
+    return g;
+  }
+  throw Error("mlp has no Relu");
+}
 
 // models::mlp(1) with Dropout (ratio 0.5; seed 5, or none) after its first Relu.
 Graph mlp_with_dropout(bool seeded) {
@@ -82,9 +106,10 @@ Graph mlp_with_dropout(bool seeded) {
 
 RunResult train_mlp(Device device, bool graph, const std::string& precision, int64_t samples,
                     double init_scale = 65536.0, WithDropout dropout = WithDropout::No) {
-  const Graph model = dropout == WithDropout::No
-                          ? models::mlp(1)
-                          : mlp_with_dropout(dropout == WithDropout::Seeded);
+  const Graph model = dropout == WithDropout::No           ? models::mlp(1)
+                      : dropout == WithDropout::Noise       ? mlp_with_noise(false)
+                      : dropout == WithDropout::SeededNoise ? mlp_with_noise(true)
+                                                            : mlp_with_dropout(dropout == WithDropout::Seeded);
   train::TrainerConfig cfg;
   cfg.epochs = 2;
   cfg.batch = 32;
@@ -302,6 +327,31 @@ TEST_CASE("Trainer on CUDA: training-mode Dropout draws the CPU's masks, also in
     CHECK(graph.graph == "on");
     expect_eager_and_graph_follow(cpu, eager, graph);
   }
+}
+
+TEST_CASE("Trainer on CUDA: an unseeded RandomNormalLike is captured; a seeded one runs eagerly") {
+  // Unseeded: Philox draw k of the node's key on both backends, the CUDA one on the device (its
+  // draw number advanced by a kernel), so the step is captured and CPU, eager and graph follow
+  // each other. Seeded: drawn on the host by the CPU kernel; a graph would replay one draw, so
+  // the Trainer refuses the capture naming the node and trains eagerly, still equal to the CPU.
+  const RunResult plain = train_mlp(Device::CPU, false, "fp32", 100);
+  const RunResult cpu = train_mlp(Device::CPU, false, "fp32", 100, 65536.0, WithDropout::Noise);
+  REQUIRE(cpu.losses.size() == 8);
+  CHECK(cpu.losses[0] != plain.losses[0]);  // the noise is in the graph
+  const RunResult cpu_seeded =
+      train_mlp(Device::CPU, false, "fp32", 100, 65536.0, WithDropout::SeededNoise);
+  if (!have_gpu()) return;
+  const RunResult eager = train_mlp(Device::CUDA, false, "fp32", 100, 65536.0, WithDropout::Noise);
+  const RunResult graph = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, WithDropout::Noise);
+  CHECK(graph.graph == "on");
+  expect_eager_and_graph_follow(cpu, eager, graph);
+  const RunResult seeded =
+      train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, WithDropout::SeededNoise);
+  CHECK(seeded.graph.find("off") == 0);
+  CHECK(seeded.graph.find("noise") != std::string::npos);
+  REQUIRE(seeded.losses.size() == cpu_seeded.losses.size());
+  for (size_t i = 0; i < seeded.losses.size(); ++i)
+    CHECK(seeded.losses[i] == doctest::Approx(cpu_seeded.losses[i]).epsilon(1e-4));
 }
 
 TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the CPU emulation") {

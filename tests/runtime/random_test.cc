@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/kernels/philox.h"
+#include "runtime/cpu/kernels/random_philox.h"
 #include "single_node.h"
 
 using namespace oat;
@@ -38,11 +40,11 @@ double var_of(const std::vector<float>& v) {
 
 // One node graph run twice by one Executor (one kernel, one generator).
 std::pair<Tensor, Tensor> run_twice(const std::string& op, std::map<std::string, Attribute> attrs,
-                                    const Tensor& x) {
+                                    const Tensor& x, const std::string& name = "r") {
   Graph g;
   g.opsets[""] = 15;
   Node n;
-  n.name = "r";
+  n.name = name;
   n.op_type = op;
   n.op = op_from_name(op);
   n.opset = 15;
@@ -125,10 +127,56 @@ TEST_CASE("a seed reproduces the stream; each run of one executor draws new numb
   CHECK(fvec(a1) != fvec(a2));  // the generator advances between runs
   auto [c1, c2] = run_twice("RandomNormalLike", {{"seed", attr_f(43)}}, x);
   CHECK(fvec(c1) != fvec(a1));
-  // Unseeded nodes draw different streams (the process seed mixed with a counter).
+  // Unseeded nodes draw Philox keyed by the process seed and the node: the same node draws the
+  // same sequence in every executor of the process, another node another one.
   auto [d1, d2] = run_twice("RandomNormalLike", {}, x);
   auto [e1, e2] = run_twice("RandomNormalLike", {}, x);
-  CHECK(fvec(d1) != fvec(e1));
+  auto [f1, f2] = run_twice("RandomNormalLike", {}, x, "other");
+  CHECK(fvec(d1) == fvec(e1));
+  CHECK(fvec(d2) == fvec(e2));
+  CHECK(fvec(d1) != fvec(d2));
+  CHECK(fvec(d1) != fvec(f1));
+}
+
+TEST_CASE("unseeded RandomUniform / RandomNormal: the Philox formulas, moments, the range") {
+  // Element i of draw d: uniform low + (high - low)·word_i·2^-32; normal mean + scale·z_i with
+  // z_i the Box-Muller value of words of block i / 4 (runtime/cpu/kernels/philox.h).
+  Tensor x(DType::F32, {20001});
+  Node n;
+  n.name = "r";
+  n.outputs = {"y"};
+  const uint64_t key = cpu::random_philox_key(n);
+  auto [u0, u1] = run_twice("RandomUniformLike", {{"low", attr_f(-2)}, {"high", attr_f(3)}}, x);
+  auto [z0, z1] = run_twice("RandomNormalLike", {{"mean", attr_f(1)}, {"scale", attr_f(2)}}, x);
+  int64_t wrong = 0;
+  for (uint64_t draw = 0; draw < 2; ++draw) {
+    const std::vector<float> u = fvec(draw ? u1 : u0), z = fvec(draw ? z1 : z0);
+    for (uint64_t i = 0; i < 20001; ++i) {
+      const float ue = -2.f + 5.f * static_cast<float>(philox_uniform01(key, draw, i));
+      const float ze = 1.f + 2.f * static_cast<float>(philox_normal(key, draw, i));
+      wrong += u[i] != ue || z[i] != ze;
+    }
+    CHECK(mean_of(u) == doctest::Approx(0.5).epsilon(0.05));
+    CHECK(var_of(u) == doctest::Approx(25.0 / 12).epsilon(0.05));
+    CHECK(mean_of(z) == doctest::Approx(1.0).epsilon(0.05));
+    CHECK(var_of(z) == doctest::Approx(4.0).epsilon(0.05));
+  }
+  CHECK(wrong == 0);
+  // Box-Muller by hand for element 0 of draw 0: words 0 and 1 of block 0.
+  const Philox4 w = philox4x32_10(Philox4{{0, 0, 0, 0}}, static_cast<uint32_t>(key),
+                                  static_cast<uint32_t>(key >> 32));
+  const double r = std::sqrt(-2.0 * std::log((w.v[0] + 1.0) / 4294967296.0));
+  CHECK(philox_normal(key, 0, 0) == r * std::cos(6.283185307179586 * w.v[1] / 4294967296.0));
+  CHECK(philox_normal(key, 0, 1) == r * std::sin(6.283185307179586 * w.v[1] / 4294967296.0));
+  // A narrow F16/BF16 range: every value below high (rounding up to high is put below it).
+  for (int64_t code : {10, 16}) {
+    Tensor h = run1("RandomUniform", 1,
+                    {{"shape", attr_ints({5000})}, {"low", attr_f(0.99f)},
+                     {"high", attr_f(1.0001f)}, {"dtype", attr_i(code)}},
+                    {});
+    for (float v : fvec(h)) REQUIRE((v >= 0.98f && v < 1.0001f));
+  }
+  CHECK(cpu::random_uniform_top(DType::F16, 1.0001) == doctest::Approx(1.0).epsilon(1e-6));
 }
 
 TEST_CASE("Bernoulli: outputs in {0, 1}, p = 0 and p = 1 exact, frequency near p") {

@@ -82,7 +82,7 @@ inline void draw_dropout_keep(std::mt19937& g, double ratio, int64_t count, uint
 inline void draw_dropout_keep_philox(uint64_t key, uint64_t draw, double ratio, int64_t count,
                                      uint8_t* keep) {
   for (int64_t b = 0; b * 4 < count; ++b) {
-    const Philox4 w = dropout_philox_block(key, draw, static_cast<uint64_t>(b));
+    const Philox4 w = philox_block(key, draw, static_cast<uint64_t>(b));
     for (int64_t k = 0; k < 4 && b * 4 + k < count; ++k)
       keep[b * 4 + k] = dropout_philox_keep(w.v[k], ratio);
   }

@@ -9,6 +9,7 @@
 //   10 rounds, the key bumped by the Weyl constants (W0, W1) between rounds.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -39,16 +40,41 @@ OAT_HOST_DEVICE inline Philox4 philox4x32_10(Philox4 c, uint32_t k0, uint32_t k1
   return c;
 }
 
-// Dropout's counter-based keep flags (dropout_mask.h): element i of the draw numbered `draw`
-// (0, 1, … per node) under `key` is word i mod 4 of Philox(counter = (i / 4, draw), key); its top
-// 24 bits are u·2^24 with u uniform in [0, 1), and the element is kept when u >= ratio.
-OAT_HOST_DEVICE inline Philox4 dropout_philox_block(uint64_t key, uint64_t draw, uint64_t block) {
+// Block `block` of the draw numbered `draw` (0, 1, … per node) under `key`: Philox(counter =
+// (block, draw), key), four words for elements 4·block … 4·block + 3.
+OAT_HOST_DEVICE inline Philox4 philox_block(uint64_t key, uint64_t draw, uint64_t block) {
   return philox4x32_10(Philox4{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
                                 static_cast<uint32_t>(draw), static_cast<uint32_t>(draw >> 32)}},
                        static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
 }
+// The word of element i of a draw: word i mod 4 of block i / 4.
+OAT_HOST_DEVICE inline uint32_t philox_word(uint64_t key, uint64_t draw, uint64_t i) {
+  return philox_block(key, draw, i / 4).v[i % 4];
+}
+
+// Dropout's keep flag from element i's word (dropout_mask.h): its top 24 bits are u·2^24 with u
+// uniform in [0, 1), and the element is kept when u >= ratio.
 OAT_HOST_DEVICE inline bool dropout_philox_keep(uint32_t word, double ratio) {
   return static_cast<double>(word >> 8) * (1.0 / 16777216.0) >= ratio;
+}
+
+// The random generators' draws (runtime/cpu/kernels/random.cc), element i of a draw, in double:
+//   uniform  u = word_i · 2^-32, in [0, 1)
+//   normal   pair p = i / 2 takes words 2(p mod 2), 2(p mod 2) + 1 of block p / 2 as (a, b):
+//            u1 = (a + 1)·2^-32 in (0, 1], u2 = b·2^-32, r = √(−2 ln u1), θ = 2π·u2;
+//            z = r cos θ for even i, r sin θ for odd i (Box-Muller)
+OAT_HOST_DEVICE inline double philox_uniform01(uint64_t key, uint64_t draw, uint64_t i) {
+  return static_cast<double>(philox_word(key, draw, i)) * (1.0 / 4294967296.0);
+}
+OAT_HOST_DEVICE inline double philox_normal(uint64_t key, uint64_t draw, uint64_t i) {
+  const uint64_t p = i / 2;
+  const Philox4 w = philox_block(key, draw, p / 2);
+  const int k = static_cast<int>(p % 2) * 2;
+  const double u1 = (static_cast<double>(w.v[k]) + 1.0) * (1.0 / 4294967296.0);
+  const double u2 = static_cast<double>(w.v[k + 1]) * (1.0 / 4294967296.0);
+  const double r = sqrt(-2.0 * log(u1));
+  const double th = 6.283185307179586476925286766559 * u2;
+  return i % 2 == 0 ? r * cos(th) : r * sin(th);
 }
 
 }  // namespace oat

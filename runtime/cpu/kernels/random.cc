@@ -1,16 +1,23 @@
 // Random generators: RandomNormal, RandomUniform (1), RandomNormalLike, RandomUniformLike (1),
 // Bernoulli (15), Multinomial (7).
 //
-// Seeding (as ONNX Runtime): each kernel instance owns one std::mt19937_64, seeded once when the
+// Seeding (as ONNX Runtime): each kernel instance owns one generator, started once when the
 // kernel is created, from the node's float 'seed' attribute (static_cast<int64_t>(seed)) when it
-// has one, else from the process-wide seed (random_seed(): OAT_RANDOM_SEED when set, else drawn
-// from std::random_device at the first use) mixed with a counter, so unseeded nodes draw
-// different streams. The generator then advances: each run draws new numbers (a VAE's noise, a
-// noise layer differ step to step), and a seeded model's sequence of runs is reproducible from
-// process to process. The numbers are not ONNX Runtime's (its engine and distributions are
-// std::default_random_engine's, implementation-defined), only their distribution is.
+// has one, else from the process-wide seed (process_seed(): OAT_RANDOM_SEED when set, else drawn
+// from std::random_device at the first use). The generator then advances: each run draws new
+// numbers (a VAE's noise, a noise layer differ step to step), and a seeded model's sequence of
+// runs is reproducible from process to process. The numbers are not ONNX Runtime's (its engine
+// and distributions are std::default_random_engine's, implementation-defined), only their
+// distribution is.
 //
-// Draws, in row-major order:
+// Unseeded RandomNormal / RandomUniform (+Like) draw Philox4x32-10 (philox.h, random_philox.h):
+// element i of the kernel's d-th draw from counter (i / 4, d) under a key mixed from the process
+// seed and the node (the same node draws the same stream in the CPU and the CUDA executor, which
+// computes it on the device, so a training step with one can be captured as a CUDA graph):
+//   uniform = low + (high - low) · u, u = word_i · 2^-32;  normal = mean + scale · z with z the
+//   Box-Muller value of philox.h; computed in float (double for F64), rounded once.
+//
+// Seeded nodes, Bernoulli and Multinomial draw std::mt19937_64, in row-major order:
 //   u       = (w >> 11) · 2^-53 with w the next 64-bit word: uniform on [0, 1)
 //   uniform = low + (high - low) · u                          (RandomUniform, RandomUniformLike)
 //   normal  = mean + scale · z, z from Box-Muller on a pair of uniforms (u1, u2):
@@ -33,11 +40,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
 
+#include "runtime/cpu/kernels/philox.h"
+#include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cpu/register.h"
 
 namespace oat::cpu {
@@ -62,6 +72,15 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+
+}  // namespace
+
+uint64_t random_philox_key(const Node& n) {
+  const std::string id = n.name + '\n' + (n.outputs.empty() ? std::string() : n.outputs[0]);
+  return splitmix64(process_seed() ^ splitmix64(std::hash<std::string>{}(id)));
+}
+
+namespace {
 
 std::mt19937_64 node_generator(const Node& n) {
   if (n.has_attr("seed"))
@@ -132,82 +151,132 @@ T largest_below(double high) {
   }
 }
 
-// Fills y (dtype `dt`, any float type) with uniforms on [low, high) or normals (mean, scale).
-void fill_random(std::mt19937_64& g, Tensor& y, bool normal, double a, double b) {
-  dispatch_dtype(y.dtype(), [&](auto tag) {
+// low + (high - low)·u in C, rounded once to T; `top` where that lands on high or above.
+template <class T, class C = Compute<T>>
+T uniform_value(double low, double high, C u, T top) {
+  const T v = static_cast<T>(static_cast<C>(low) + (static_cast<C>(high) - static_cast<C>(low)) * u);
+  return static_cast<double>(static_cast<C>(v)) >= high ? top : v;
+}
+
+// Calls f(T{}) for the generators' output types (F32, F64, F16, BF16); fails on any other.
+template <class F>
+void dispatch_generated(DType dt, F&& f) {
+  dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
-      using C = Compute<T>;
-      T* d = y.data<T>();
-      const int64_t n = y.numel();
-      if (normal) {
-        const double two_pi = 6.283185307179586476925286766559;
-        for (int64_t i = 0; i < n; i += 2) {
-          const double u1 = uniform01(g), u2 = uniform01(g);
-          const C r = static_cast<C>(std::sqrt(-2.0 * std::log1p(-u1)));
-          const C th = static_cast<C>(two_pi * u2);
-          d[i] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::cos(th));
-          if (i + 1 < n)
-            d[i + 1] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::sin(th));
-        }
-      } else {
-        const T top = largest_below<T>(b);
-        for (int64_t i = 0; i < n; ++i) {
-          const C u = static_cast<C>(uniform01(g));
-          T v = static_cast<T>(static_cast<C>(a) + (static_cast<C>(b) - static_cast<C>(a)) * u);
-          if (static_cast<double>(static_cast<C>(v)) >= b) v = top;
-          d[i] = v;
-        }
+                  std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>)
+      f(tag);
+    else
+      throw Error("random generators write float tensors only");
+  });
+}
+
+// Fills y (dtype `dt`, any float type) with uniforms on [low, high) or normals (mean, scale).
+void fill_random(std::mt19937_64& g, Tensor& y, bool normal, double a, double b) {
+  dispatch_generated(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    T* d = y.data<T>();
+    const int64_t n = y.numel();
+    if (normal) {
+      const double two_pi = 6.283185307179586476925286766559;
+      for (int64_t i = 0; i < n; i += 2) {
+        const double u1 = uniform01(g), u2 = uniform01(g);
+        const C r = static_cast<C>(std::sqrt(-2.0 * std::log1p(-u1)));
+        const C th = static_cast<C>(two_pi * u2);
+        d[i] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::cos(th));
+        if (i + 1 < n)
+          d[i + 1] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * r * std::sin(th));
       }
     } else {
-      throw Error("random generators write float tensors only");
+      const T top = largest_below<T>(b);
+      for (int64_t i = 0; i < n; ++i) d[i] = uniform_value(a, b, static_cast<C>(uniform01(g)), top);
     }
   });
 }
+
+// The same from the Philox stream: draw `draw` of the node keyed `key`.
+void fill_philox(uint64_t key, uint64_t draw, Tensor& y, bool normal, double a, double b) {
+  dispatch_generated(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    T* d = y.data<T>();
+    const int64_t n = y.numel();
+    const T top = normal ? T(0) : largest_below<T>(b);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t e = static_cast<uint64_t>(i);
+      if (normal) {
+        const C z = static_cast<C>(philox_normal(key, draw, e));
+        d[i] = static_cast<T>(static_cast<C>(a) + static_cast<C>(b) * z);
+      } else {
+        d[i] = uniform_value(a, b, static_cast<C>(philox_uniform01(key, draw, e)), top);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+RandomFloatParams random_float_params(const Node& n) {
+  RandomFloatParams p;
+  p.normal = n.op == OpId::RandomNormal || n.op == OpId::RandomNormalLike;
+  p.like = n.op == OpId::RandomNormalLike || n.op == OpId::RandomUniformLike;
+  p.a = p.normal ? n.attr_float("mean", 0.0f) : n.attr_float("low", 0.0f);
+  p.b = p.normal ? n.attr_float("scale", 1.0f) : n.attr_float("high", 1.0f);
+  if (!p.like) {
+    if (!n.has_attr("shape")) throw Error(cat(n.describe(), ": missing attribute 'shape'"));
+    p.shape = n.attr_ints("shape");
+    for (int64_t d : p.shape)
+      if (d < 0)
+        throw Error(cat(n.describe(), ": shape ", shape_str(p.shape), " has a negative dimension"));
+  }
+  return p;
+}
+
+std::pair<DType, Shape> random_float_output(const KernelContext& ctx,
+                                            const RandomFloatParams& p) {
+  if (!p.normal && !(p.a < p.b)) ctx.fail(cat("low ", p.a, " is not below high ", p.b));
+  if (p.like) {
+    const Tensor& x = ctx.input(0);
+    return {output_dtype(ctx, x.dtype(), false), x.shape()};
+  }
+  return {output_dtype(ctx, DType::Undefined, false), p.shape};
+}
+
+double random_uniform_top(DType dt, double high) {
+  double top = 0;
+  dispatch_generated(dt, [&](auto tag) {
+    using T = decltype(tag);
+    top = static_cast<double>(static_cast<Compute<T>>(largest_below<T>(high)));
+  });
+  return top;
+}
+
+namespace {
 
 // RandomNormal / RandomUniform (no input: 'shape') and their *Like forms (the input's shape;
 // its values are not read).
 class RandomFloatKernel : public OpKernel {
  public:
-  RandomFloatKernel(const Node& n, bool normal, bool like)
-      : gen_(node_generator(n)), normal_(normal), like_(like) {
-    if (normal) {
-      a_ = n.attr_float("mean", 0.0f);
-      b_ = n.attr_float("scale", 1.0f);
-    } else {
-      a_ = n.attr_float("low", 0.0f);
-      b_ = n.attr_float("high", 1.0f);
-    }
-    if (!like) {
-      if (!n.has_attr("shape")) throw Error(cat(n.describe(), ": missing attribute 'shape'"));
-      shape_ = n.attr_ints("shape");
-      for (int64_t d : shape_)
-        if (d < 0) throw Error(cat(n.describe(), ": shape ", shape_str(shape_), " has a negative dimension"));
-    }
-  }
+  explicit RandomFloatKernel(const Node& n)
+      : p_(random_float_params(n)),
+        philox_(random_uses_philox(n)),
+        key_(philox_ ? random_philox_key(n) : 0),
+        gen_(philox_ ? std::mt19937_64() : node_generator(n)) {}
 
   void compute(KernelContext& ctx) override {
-    if (!normal_ && !(a_ < b_)) ctx.fail(cat("low ", a_, " is not below high ", b_));
-    DType dt;
-    Shape shape;
-    if (like_) {
-      const Tensor& x = ctx.input(0);
-      dt = output_dtype(ctx, x.dtype(), false);
-      shape = x.shape();
-    } else {
-      dt = output_dtype(ctx, DType::Undefined, false);
-      shape = shape_;
-    }
+    const auto [dt, shape] = random_float_output(ctx, p_);
     Tensor& y = ctx.allocate_output(0, dt, shape);
-    fill_random(gen_, y, normal_, a_, b_);
+    if (!philox_) fill_random(gen_, y, p_.normal, p_.a, p_.b);
+    else if (y.numel() > 0) fill_philox(key_, draws_++, y, p_.normal, p_.a, p_.b);
   }
 
  private:
+  RandomFloatParams p_;
+  bool philox_;
+  uint64_t key_;
+  uint64_t draws_ = 0;  // Philox draws so far (the counter's high half)
   std::mt19937_64 gen_;
-  bool normal_, like_;
-  double a_ = 0, b_ = 1;
-  Shape shape_;
 };
 
 // Bernoulli: y = (u < p) ? 1 : 0 elementwise, in the 'dtype' attribute's type (default: p's).
@@ -299,23 +368,16 @@ class MultinomialKernel : public OpKernel {
   DType out_ = DType::I32;
 };
 
-template <bool kNormal, bool kLike>
-KernelFactory float_generator() {
-  return [](const Node& n) -> std::unique_ptr<OpKernel> {
-    return std::make_unique<RandomFloatKernel>(n, kNormal, kLike);
-  };
-}
-
 }  // namespace
 
 void register_random(KernelRegistry& r) {
   const Device cpu = Device::CPU;
   // Every dtype: the generators read no values (the *Like ops only the input's shape), Bernoulli
   // and Multinomial check their input's dtype and widen each element to double.
-  r.add(OpId::RandomNormal, cpu, kAnyDType, float_generator<true, false>());
-  r.add(OpId::RandomUniform, cpu, kAnyDType, float_generator<false, false>());
-  r.add(OpId::RandomNormalLike, cpu, kAnyDType, float_generator<true, true>());
-  r.add(OpId::RandomUniformLike, cpu, kAnyDType, float_generator<false, true>());
+  r.add(OpId::RandomNormal, cpu, kAnyDType, kernel_factory<RandomFloatKernel>());
+  r.add(OpId::RandomUniform, cpu, kAnyDType, kernel_factory<RandomFloatKernel>());
+  r.add(OpId::RandomNormalLike, cpu, kAnyDType, kernel_factory<RandomFloatKernel>());
+  r.add(OpId::RandomUniformLike, cpu, kAnyDType, kernel_factory<RandomFloatKernel>());
   r.add(OpId::Bernoulli, cpu, kAnyDType, kernel_factory<BernoulliKernel>());
   r.add(OpId::Multinomial, cpu, kAnyDType, kernel_factory<MultinomialKernel>());
 }

@@ -17,6 +17,7 @@
 #include "runtime/cpu/kernels/dropout_mask.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/draw_counter.h"
 #include "runtime/cuda/kernels/dropout_impl.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
@@ -122,21 +123,12 @@ class DropoutKernel : public OpKernel {
   // The Philox draw into `keep` (device), numbered by the device counter draws_.
   void draw_philox(const KernelContext& ctx, Tensor& keep, int64_t count, double ratio,
                    cudaStream_t s) {
-    if (!draws_.defined()) {
-      // Zeroed once, eagerly: a zeroing captured in a graph would restart the stream at every
-      // replay. (The Trainer runs a step eagerly before it captures one.)
-      if (cuda_context(ctx).capturing())
-        ctx.fail("training-mode Dropout must run once before a CUDA graph capture");
-      draws_ = Tensor(DType::I64, {1}, Device::CUDA);
-      CUDA_CHECK(cudaMemsetAsync(draws_.raw_data(), 0, sizeof(uint64_t), s));
-    }
-    launch_dropout_philox(key_, static_cast<uint64_t*>(draws_.raw_data()), ratio,
-                          keep.data<bool>(), count, s);
+    launch_dropout_philox(key_, draws_.get(ctx), ratio, keep.data<bool>(), count, s);
   }
 
   bool seeded_;
   uint64_t key_;
-  Tensor draws_;                       // Philox draws so far, on the device (one uint64)
+  DeviceDrawCounter draws_;            // Philox draws so far, on the device
   std::mt19937 gen_;                   // advanced only by run_draw, in stream order
   std::vector<uint8_t*> buffers_;      // pinned; the last is the current one
   int64_t capacity_ = 0;

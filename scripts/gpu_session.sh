@@ -22,6 +22,9 @@
 #              x fp16, bf16, fp32; says so and goes on when torchvision is missing
 #   bench      bench/train_vs_torch_amp.py: ours fp32/fp16 vs PyTorch fp32/AMP, samples/s, for
 #              mlp, resnet18-cifar (32x32), resnet18 (224x224), transformer
+#   kernels    bench/cuda_ops.cc: microseconds and GB/s of single kernels (reductions, LayerNormGrad,
+#              softmax rows, Dropout/RandomNormalLike) at the bench models' shapes, F32 and F16
+#              (OAT_KERNELS_ARGS, e.g. "--small --repeat 1" on the emulator)
 #   ctest      builds the remaining test suites and runs ctest (-E conformance: ONNX's test data
 #              is not carried), whatever time is left
 #
@@ -29,7 +32,7 @@
 # OAT_DEADLINE seconds (default 560) from the start; a phase that would start with less than
 # its minimum is skipped and the summary says so. If the build alone eats the budget, call
 # again AT ONCE (the machine stays warm ~30 s and keeps build-gpu/): the build is then a no-op:
-#     OAT_PHASES=cuda_tests,check,export,bench,ctest bash scripts/gpu_session.sh
+#     OAT_PHASES=cuda_tests,check,export,bench,kernels,ctest bash scripts/gpu_session.sh
 #
 # Output ($OUT, which the device tool returns; at most 8 files): summary.md (read this first),
 # env.log, build.log, tests.log, check.log, bench.log, bench.json, check.json.
@@ -48,7 +51,7 @@ START=$SECONDS
 OUT="${OUT:-$ROOT/gpu_session_out}"
 mkdir -p "$OUT"
 DEADLINE="${OAT_DEADLINE:-560}"
-PHASES="${OAT_PHASES:-env,configure,build,cuda_tests,check,export,bench,ctest}"
+PHASES="${OAT_PHASES:-env,configure,build,cuda_tests,check,export,bench,kernels,ctest}"
 DEVICE="${OAT_DEVICE:-cuda}"
 JOBS="${OAT_JOBS:-$(nproc)}"
 BUILD="${OAT_BUILD_DIR:-$ROOT/build-gpu}"
@@ -57,10 +60,10 @@ CARRY="$ROOT/.carry/root"
 PY="${OAT_PYTHON:-python3}"
 CHECK_MODELS="${OAT_CHECK_MODELS:-mlp lenet5 resnet18-cifar transformer resnet18}"
 CHECK_PRECISIONS="${OAT_CHECK_PRECISIONS:-fp16 bf16 fp32}"
-BUILD_TARGETS="${OAT_BUILD_TARGETS:-onnx-amp-train oat_train_step cuda_tests}"
+BUILD_TARGETS="${OAT_BUILD_TARGETS:-onnx-amp-train oat_train_step oat_cuda_ops cuda_tests}"
 WORK="$BUILD/gpu_session"   # zoo/exported models, per-run check JSON
 mkdir -p "$WORK"
-rm -f "$WORK"/bench.md "$WORK"/check_*.json  # only this run's results go into the summary
+rm -f "$WORK"/bench.md "$WORK"/kernels.md "$WORK"/check_*.json  # only this run's results go into the summary
 
 SUMMARY="$OUT/summary.md"
 : > "$OUT/env.log"; : > "$OUT/build.log"; : > "$OUT/tests.log"; : > "$OUT/check.log"; : > "$OUT/bench.log"
@@ -303,6 +306,17 @@ phase_bench() {
     --timeout "$(( $(left) > 60 ? $(left) / 3 : 30 ))" >> "$OUT/bench.log" 2>&1
 }
 
+phase_kernels() {
+  LOGFILE=bench.log
+  # shellcheck disable=SC2206
+  local extra=(${OAT_KERNELS_ARGS:-})
+  log "kernels: $BUILD/bench/oat_cuda_ops ${extra[*]}"
+  tmo 120 "$BUILD/bench/oat_cuda_ops" "${extra[@]}" > "$WORK/kernels.md" 2>> "$OUT/bench.log"
+  local rc=$?
+  cat "$WORK/kernels.md" >> "$OUT/bench.log"  # summary.md has it too
+  return $rc
+}
+
 phase_ctest() {
   LOGFILE=tests.log
   log "ctest: building every test suite"
@@ -315,7 +329,7 @@ phase_ctest() {
 min_time() {
   case "$1" in
     env) echo 5 ;; configure) echo 20 ;; build) echo 60 ;; cuda_tests) echo 20 ;;
-    check|export) echo 30 ;; bench) echo 60 ;; ctest) echo 60 ;; *) echo 10 ;;
+    check|export) echo 30 ;; bench) echo 60 ;; kernels) echo 20 ;; ctest) echo 60 ;; *) echo 10 ;;
   esac
 }
 
@@ -377,8 +391,14 @@ done
     echo "## bench (bench/train_vs_torch_amp.py; bench.log, bench.json)"
     echo
     cat "$WORK/bench.md"
-  elif [[ -s "$OUT/bench.log" ]]; then
+  elif grep -q "train_vs_torch_amp" "$OUT/bench.log" 2>/dev/null; then  # the bench phase ran
     echo; echo "## bench: no table; the end of bench.log:"; echo '```'; tail -15 "$OUT/bench.log"; echo '```'
+  fi
+  if [[ -s "$WORK/kernels.md" ]]; then
+    echo
+    echo "## kernels (bench/cuda_ops.cc)"
+    echo
+    cat "$WORK/kernels.md"
   fi
   if grep -qiE "error" "$OUT/build.log" 2>/dev/null; then
     echo; echo "## build errors (build.log)"; echo '```'

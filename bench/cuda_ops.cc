@@ -22,24 +22,12 @@
 #include "runtime/cuda/device.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "tests/node_builder.h"  // make_node_outputs (header-only, no test framework)
 
 namespace {
 
 using namespace oat;
 using Clock = std::chrono::steady_clock;
-
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
 
 struct Input {
   Shape shape;                 // a float input in the case's dtype (uploaded)
@@ -66,12 +54,12 @@ std::vector<Case> cases(bool small) {
                {f({128 * 28 / d, 128}), i64({128})}});
   v.push_back({"bias grad, 8192 rows of 1024", "SumToShape", 1, {}, {f({8192 / d, 1024}), i64({1024})}});
   // A conv's dB shape: [N, C, H, W] over N, H, W (rows of H·W, 64 outputs split).
-  v.push_back({"ReduceSum [64,64,56,56] over 0,2,3", "ReduceSum", 13, {{"keepdims", int_attr(0)}},
+  v.push_back({"ReduceSum [64,64,56,56] over 0,2,3", "ReduceSum", 13, {{"keepdims", int_attribute(0)}},
                {f({64 / d, 64, 56, 56}), i64({0, 2, 3})}});
-  v.push_back({"ReduceSum, 16M to a scalar", "ReduceSum", 13, {{"keepdims", int_attr(0)}},
+  v.push_back({"ReduceSum, 16M to a scalar", "ReduceSum", 13, {{"keepdims", int_attribute(0)}},
                {f({16 << 20 >> (small ? 4 : 0)}), i64({0})}});
   v.push_back({"ReduceMean [128,28,128] over 1 (a sequence mean)", "ReduceMean", 13,
-               {{"axes", ints_attr({1})}, {"keepdims", int_attr(0)}}, {f({128 / d, 28, 128})}});
+               {{"axes", ints_attribute({1})}, {"keepdims", int_attribute(0)}}, {f({128 / d, 28, 128})}});
   // LayerNormGrad: dX per row, dScale/dBias column sums split over the rows.
   v.push_back({"LayerNormGrad 3584 rows of 128", "LayerNormalizationGrad", 1, {},
                {f({3584 / d, 128}), f({3584 / d, 128}), f({128})}, 3});
@@ -80,7 +68,7 @@ std::vector<Case> cases(bool small) {
   // Softmax rows: attention (a warp per row of 28 / 128) and logits (a block per row of 1000).
   v.push_back({"Softmax attention [128*4*28, 28]", "Softmax", 13, {}, {f({128 * 4 * 28 / d, 28})}});
   v.push_back({"Softmax attention [64*12*128, 128]", "Softmax", 13, {}, {f({64 * 12 * 128 / d, 128})}});
-  v.push_back({"SoftmaxGrad attention [64*12*128, 128]", "SoftmaxGrad", 1, {{"axis", int_attr(-1)}},
+  v.push_back({"SoftmaxGrad attention [64*12*128, 128]", "SoftmaxGrad", 1, {{"axis", int_attribute(-1)}},
                {f({64 * 12 * 128 / d, 128}), f({64 * 12 * 128 / d, 128})}});
   v.push_back({"LogSoftmax logits [8192, 1000]", "LogSoftmax", 13, {}, {f({8192 / d, 1000})}});
   // Device generators (no seed: Philox on the device).
@@ -123,12 +111,7 @@ int main(int argc, char** argv) {
       try {
         Graph g;
         g.opsets[""] = c.opset;
-        Node n;
-        n.name = "op";
-        n.op_type = c.op;
-        n.op = op_from_name(c.op);
-        n.opset = c.opset;
-        n.attrs = c.attrs;
+        Node n = oat_test::make_node_outputs("op", c.op, {}, {}, c.attrs, c.opset);
         std::map<std::string, Tensor> feeds;
         double bytes = 0;
         for (size_t k = 0; k < c.inputs.size(); ++k) {

@@ -194,6 +194,10 @@ void add_elementwise_cases(std::vector<Case>& v) {
   v.push_back({"MatMul", 13, {}, {flt({2, 5, 7}), flt({7, 3})}});
   v.push_back({"MatMul", 13, {}, {flt({2, 5, 7}), flt({2, 7, 3})}});
   v.push_back({"MatMul", 13, {}, {flt({2, 1, 4, 6}), flt({3, 6, 5})}});
+  // Both broadcast partly: strided-batched GEMMs over the trailing batch dims where each
+  // operand is whole or absent (3 calls of 2; 2 calls of 3), one per leading group.
+  v.push_back({"MatMul", 13, {}, {flt({3, 1, 2, 4, 6}), flt({2, 6, 5})}});
+  v.push_back({"MatMul", 13, {}, {flt({1, 3, 4, 6}), flt({2, 1, 6, 5})}});
   v.push_back({"MatMul", 13, {}, {flt({7}), flt({7, 3})}});
   v.push_back({"MatMul", 13, {}, {flt({64, 96}), flt({96, 80})}});
   v.push_back({"Gemm", 13, {}, {flt({5, 7}), flt({7, 3}), flt({3})}});

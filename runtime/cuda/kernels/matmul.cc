@@ -57,13 +57,37 @@ void matmul(KernelContext& ctx) {
          mn, nb);
     return;
   }
-  // Both operands broadcast partly: one GEMM per result matrix.
+  // Both operands broadcast partly ([B, 1, M, K] x [H, K, N]): over the longest run of trailing
+  // batch dims where each operand is either whole (consecutive matrices, stride = its matrix
+  // size) or absent (all 1s there, stride 0), one strided-batched GEMM; one per group of the
+  // leading dims (B calls instead of B·H).
+  const size_t r = batch.size();
+  auto padded = [&](const Shape& s) {
+    Shape p(r - s.size(), 1);
+    p.insert(p.end(), s.begin(), s.end());
+    return p;
+  };
+  const Shape pa = padded(ba), pb = padded(bb);
+  // 1: whole over dims [from, r); 0: absent there; -1: neither.
+  auto kind = [&](const Shape& p, size_t from) {
+    bool ones = true, whole = true;
+    for (size_t d = from; d < r; ++d) {
+      ones = ones && p[d] == 1;
+      whole = whole && p[d] == batch[d];
+    }
+    return whole ? 1 : (ones ? 0 : -1);
+  };
+  size_t split = r;
+  while (split > 0 && kind(pa, split - 1) >= 0 && kind(pb, split - 1) >= 0) --split;
+  int64_t inner = 1;
+  for (size_t d = split; d < r; ++d) inner *= batch[d];
+  const int64_t sa = kind(pa, split) == 1 ? mk : 0, sb = kind(pb, split) == 1 ? kn : 0;
   const auto off_a = cpu::batch_offsets(ba, batch), off_b = cpu::batch_offsets(bb, batch);
   const size_t es = dtype_size(a.dtype());
-  for (int64_t i = 0; i < nb; ++i)
-    gemm(ctx, a.dtype(), g, 1.f, static_cast<const char*>(a.raw_data()) + off_a[i] * mk * es, 0,
-         static_cast<const char*>(b.raw_data()) + off_b[i] * kn * es, 0, 0.f,
-         static_cast<char*>(y.raw_data()) + i * mn * es, 0, 1);
+  for (int64_t i = 0; i < nb; i += inner)
+    gemm(ctx, a.dtype(), g, 1.f, static_cast<const char*>(a.raw_data()) + off_a[i] * mk * es, sa,
+         static_cast<const char*>(b.raw_data()) + off_b[i] * kn * es, sb, 0.f,
+         static_cast<char*>(y.raw_data()) + i * mn * es, mn, inner);
 }
 
 // Gemm: Y = alpha·A'·B' + beta·C, A' = transA ? Aᵀ : A ([M,K]), B' likewise ([K,N]), C

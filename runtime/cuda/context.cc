@@ -303,13 +303,15 @@ bool device_random(const Node& node, const std::vector<const Tensor*>& inputs) {
   const bool like = node.op == OpId::RandomNormalLike || node.op == OpId::RandomUniformLike;
   if (!like && node.op != OpId::RandomNormal && node.op != OpId::RandomUniform) return false;
   if (!cpu::random_uses_philox(node)) return false;
-  if (node.has_attr("dtype")) {
-    const int64_t code = node.attr_int("dtype", 1);
-    return code == 1 || code == 10 || code == 16;
+  const Tensor* x = like && !inputs.empty() ? inputs[0] : nullptr;
+  if (like && !x) return false;
+  DType dt;
+  try {
+    dt = cpu::random_float_dtype(node, x ? x->dtype() : DType::Undefined);
+  } catch (const Error&) {
+    return false;  // an unknown 'dtype': the CPU kernel reports it
   }
-  if (!like) return true;  // float32
-  const Tensor* x = inputs.empty() ? nullptr : inputs[0];
-  return x && (x->dtype() == DType::F32 || x->dtype() == DType::F16 || x->dtype() == DType::BF16);
+  return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16;
 }
 
 bool host_placed(OpId op) {

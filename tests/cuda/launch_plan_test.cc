@@ -176,31 +176,6 @@ TEST_CASE("BatchNorm reductions: chunks cover each channel; merged partials give
 
 namespace {
 
-// The plan make_reduce_plan (reduce.cc) builds: contiguous X, size-1 dims dropped.
-oat::cuda::ReducePlan reduce_plan(const Shape& xs, const std::vector<bool>& red) {
-  oat::cuda::ReducePlan p;
-  p.outputs = p.count = 1;
-  int64_t stride = 1;
-  std::vector<std::pair<int64_t, int64_t>> dims(xs.size());
-  for (int d = static_cast<int>(xs.size()) - 1; d >= 0; --d) {
-    dims[d] = {xs[d], stride};
-    stride *= xs[d];
-  }
-  for (size_t d = 0; d < xs.size(); ++d) {
-    if (xs[d] == 1) continue;
-    if (red[d]) {
-      p.red_dims[p.red_rank] = dims[d].first;
-      p.red_strides[p.red_rank++] = dims[d].second;
-      p.count *= xs[d];
-    } else {
-      p.kept_dims[p.kept_rank] = dims[d].first;
-      p.kept_strides[p.kept_rank++] = dims[d].second;
-      p.outputs *= xs[d];
-    }
-  }
-  return p;
-}
-
 // Every (output, term) offset of a schedule's plan, as the kernels' decompose computes it.
 std::vector<int64_t> all_offsets(const oat::cuda::ReducePlan& p) {
   auto dec = [](int64_t i, int rank, const int64_t* dims, const int64_t* strides) {
@@ -222,6 +197,7 @@ std::vector<int64_t> all_offsets(const oat::cuda::ReducePlan& p) {
 }  // namespace
 
 TEST_CASE("reductions: merged dims address the same elements; columns, rows and splits") {
+  using oat::cuda::reduce_plan;
   using oat::cuda::ReduceOp;
   using oat::cuda::schedule_reduce;
   // Merging never changes which element an (output, term) pair reads.

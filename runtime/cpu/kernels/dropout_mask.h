@@ -35,12 +35,10 @@ inline uint64_t dropout_philox_key(const Node& n) {
   return static_cast<uint64_t>(std::hash<std::string>{}(n.name));
 }
 
-// The MT19937 generator of a Dropout node: seeded with its 'seed' attribute, else a hash of its
-// name.
+// The MT19937 generator of a seeded Dropout node, from its 'seed' (unseeded nodes draw Philox and
+// never use it).
 inline std::mt19937 dropout_generator(const Node& n) {
-  return std::mt19937(static_cast<std::mt19937::result_type>(
-      n.has_attr("seed") ? n.attr_int("seed", 0)
-                         : static_cast<int64_t>(std::hash<std::string>{}(n.name))));
+  return std::mt19937(static_cast<std::mt19937::result_type>(n.attr_int("seed", 0)));
 }
 
 struct DropoutMode {

@@ -243,6 +243,11 @@ std::pair<DType, Shape> random_float_output(const KernelContext& ctx,
   return {output_dtype(ctx, DType::Undefined, false), p.shape};
 }
 
+DType random_float_dtype(const Node& n, DType like) {
+  if (n.has_attr("dtype")) return dtype_code(n, n.attr_int("dtype", 1), false);
+  return like == DType::Undefined ? DType::F32 : like;
+}
+
 double random_uniform_top(DType dt, double high) {
   double top = 0;
   dispatch_generated(dt, [&](auto tag) {

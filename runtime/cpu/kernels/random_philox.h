@@ -31,6 +31,12 @@ struct RandomFloatParams {
 };
 RandomFloatParams random_float_params(const Node& n);
 
+// The output dtype of a float generator node: its 'dtype' attribute (1 float, 10 float16, 11
+// double, 16 bfloat16), else `like` (the *Like input's dtype), else float32 when `like` is
+// Undefined. Throws Unsupported naming the node for another code; does not check that `like` is
+// a float type (random_float_output does).
+DType random_float_dtype(const Node& n, DType like);
+
 // The output's dtype and shape for a run: the 'dtype' attribute (1 float, 10 float16, 11 double,
 // 16 bfloat16), else the *Like input's dtype (a float type) or float32; the *Like input's shape,
 // else params.shape. Fails naming the node on a bad dtype or low >= high.

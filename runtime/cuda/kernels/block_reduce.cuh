@@ -40,6 +40,14 @@ struct ProdOp {
 };
 
 __device__ __forceinline__ float block_sum(float v) { return block_reduce(v, SumOp{}, 0.f); }
+
+// Warp-wide reduction (xor butterfly): every lane of the full warp must call it, and every lane
+// gets the result. For kernels that give each warp its own work (a warp per softmax row).
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
 __device__ __forceinline__ float block_max(float v) { return block_reduce(v, MaxOp{}, -FLT_MAX); }
 
 }  // namespace oat::cuda

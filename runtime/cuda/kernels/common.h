@@ -38,6 +38,8 @@ void sum_to_shape_into(const KernelContext& ctx, const Tensor& g, Tensor& out);
 // kept or reduced dimensions of size > 1 remain.
 ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
                             const std::vector<bool>& reduced);
+// The same without a kernel context (tests): throws Error with that message.
+ReducePlan reduce_plan(const Shape& xs, const std::vector<bool>& reduced);
 
 // Registers a CUDA kernel for F32, F16 and BF16 (the set most CUDA kernels take).
 inline void add_floats(KernelRegistry& r, OpId op, const KernelFactory& f) {

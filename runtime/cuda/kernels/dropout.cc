@@ -63,7 +63,8 @@ class DropoutKernel : public OpKernel {
       Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
       if (count) {
         if (seeded_) draw_into(ctx, keep, count, mode.ratio, s);
-        else draw_philox(ctx, keep, count, mode.ratio, s);
+        else
+          launch_dropout_philox(key_, draws_.get(ctx), mode.ratio, keep.data<bool>(), count, s);
         launch_masked_scale(elem_type(x.dtype()), x.raw_data(), keep.data<bool>(), y.raw_data(),
                             count, static_cast<float>(1.0 / (1.0 - mode.ratio)), s);
       }
@@ -118,12 +119,6 @@ class DropoutKernel : public OpKernel {
     // Stream order: this copy follows the draw, and the next draw into buf follows this copy.
     CUDA_CHECK(cudaMemcpyAsync(keep.raw_data(), buf, static_cast<size_t>(count),
                                cudaMemcpyHostToDevice, s));
-  }
-
-  // The Philox draw into `keep` (device), numbered by the device counter draws_.
-  void draw_philox(const KernelContext& ctx, Tensor& keep, int64_t count, double ratio,
-                   cudaStream_t s) {
-    launch_dropout_philox(key_, draws_.get(ctx), ratio, keep.data<bool>(), count, s);
   }
 
   bool seeded_;

@@ -12,8 +12,7 @@
 
 namespace oat::cuda {
 
-ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
-                            const std::vector<bool>& reduced) {
+ReducePlan reduce_plan(const Shape& xs, const std::vector<bool>& reduced) {
   const auto strides = cpu::contiguous_strides(xs);
   ReducePlan p;
   p.outputs = 1;
@@ -22,18 +21,27 @@ ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
     const int64_t dim = xs[d];
     if (dim == 1) continue;
     if (reduced[d]) {
-      if (p.red_rank == kMaxRank) ctx.fail("too many reduced dimensions for the CUDA kernel");
+      if (p.red_rank == kMaxRank) throw Error("too many reduced dimensions for the CUDA kernel");
       p.red_dims[p.red_rank] = dim;
       p.red_strides[p.red_rank++] = strides[d];
       p.count *= dim;
     } else {
-      if (p.kept_rank == kMaxRank) ctx.fail("too many kept dimensions for the CUDA kernel");
+      if (p.kept_rank == kMaxRank) throw Error("too many kept dimensions for the CUDA kernel");
       p.kept_dims[p.kept_rank] = dim;
       p.kept_strides[p.kept_rank++] = strides[d];
       p.outputs *= dim;
     }
   }
   return p;
+}
+
+ReducePlan make_reduce_plan(const KernelContext& ctx, const Shape& xs,
+                            const std::vector<bool>& reduced) {
+  try {
+    return reduce_plan(xs, reduced);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
 }
 
 namespace {

@@ -32,14 +32,6 @@ __global__ void softmax_rows(const T* x, T* y, int64_t len) {
 // a block per row would leave 32-thread blocks (half an SM's threads at most) and two barriers
 // per reduction.
 constexpr int64_t kWarpRowMax = 512;
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 __device__ __forceinline__ int64_t warp_row() {
   return blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32;
 }
@@ -53,10 +45,10 @@ __global__ void softmax_warp_rows(const T* x, T* y, int64_t rows, int64_t len) {
   T* yr = y + row * len;
   float m = -FLT_MAX;
   for (int64_t j = lane; j < len; j += 32) m = fmaxf(m, to_float(xr[j]));
-  m = warp_max(m);
+  m = warp_reduce(m, MaxOp{});
   float s = 0.f;
   for (int64_t j = lane; j < len; j += 32) s += expf(to_float(xr[j]) - m);
-  s = warp_sum(s);
+  s = warp_reduce(s, SumOp{});
   const float ls = logf(s), inv = 1.f / s;
   for (int64_t j = lane; j < len; j += 32) {
     const float v = to_float(xr[j]) - m;
@@ -74,7 +66,7 @@ __global__ void softmax_grad_warp_rows(const T* dy, const T* y, T* dx, int64_t r
   float s = 0.f;
   for (int64_t j = lane; j < len; j += 32)
     s += Log ? to_float(dy[base + j]) : to_float(dy[base + j]) * to_float(y[base + j]);
-  s = warp_sum(s);
+  s = warp_reduce(s, SumOp{});
   for (int64_t j = lane; j < len; j += 32) {
     const float g = to_float(dy[base + j]), v = to_float(y[base + j]);
     dx[base + j] = from_float<T>(Log ? g - expf(v) * s : v * (g - s));

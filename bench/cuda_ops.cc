@@ -1,6 +1,7 @@
 // oat_cuda_ops: the time of single CUDA kernels at the shapes the benchmark models give them —
 // the reductions (bias gradients, a conv's dB, scalar sums), LayerNormGrad's column sums,
-// softmax rows, and the device generators (Dropout, RandomNormalLike) — in F32 and F16.
+// softmax rows, broadcasting elementwise ops and a transpose, and the device generators
+// (Dropout, RandomNormalLike) — in F32 and F16.
 //
 //   oat_cuda_ops [--repeat R] [--filter TEXT] [--small]
 //
@@ -71,6 +72,13 @@ std::vector<Case> cases(bool small) {
   v.push_back({"SoftmaxGrad attention [64*12*128, 128]", "SoftmaxGrad", 1, {{"axis", int_attribute(-1)}},
                {f({64 * 12 * 128 / d, 128}), f({64 * 12 * 128 / d, 128})}});
   v.push_back({"LogSoftmax logits [8192, 1000]", "LogSoftmax", 13, {}, {f({8192 / d, 1000})}});
+  // Elementwise with broadcasting (32-bit index math, launch.h IndexDivider): a bias add, a
+  // per-channel scale, an attention-head transpose; a same-shape Add as the bandwidth baseline.
+  v.push_back({"Add same shape [8192, 1024]", "Add", 14, {}, {f({8192 / d, 1024}), f({8192 / d, 1024})}});
+  v.push_back({"Add bias [8192, 1024] + [1024]", "Add", 14, {}, {f({8192 / d, 1024}), f({1024})}});
+  v.push_back({"Mul [64,64,56,56] * [64,1,1]", "Mul", 14, {}, {f({64 / d, 64, 56, 56}), f({64, 1, 1})}});
+  v.push_back({"Transpose [64,128,12,64] perm 0,2,1,3", "Transpose", 13,
+               {{"perm", ints_attribute({0, 2, 1, 3})}}, {f({64 / d, 128, 12, 64})}});
   // Device generators (no seed: Philox on the device).
   v.push_back({"Dropout training [64,128,768]", "Dropout", 13, {},
                {f({64 / d, 128, 768}), Input{{}, {}, true, false}, Input{{}, {}, false, true}}, 2});

@@ -3,6 +3,8 @@
 // with the CUDA backend only (these functions live in it); elsewhere the file says so.
 #include <doctest/doctest.h>
 
+#include <random>
+
 #ifdef OAT_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/kernels/batch_norm_impl.h"
@@ -17,8 +19,15 @@ using oat::cuda::make_broadcast_index;
 
 namespace {
 
-// Operand k's offset for output element i, as the device kernels compute it.
+// Operand k's offset for output element i: the device kernels' own function (launch.h).
 int64_t offset(const BroadcastIndex& ix, int k, int64_t i) {
+  int64_t off[3];
+  oat::cuda::broadcast_offsets<3>(ix, i, off);
+  return off[k];
+}
+
+// The same with plain 64-bit '/' and '%' over the index's dims and strides.
+int64_t plain_offset(const BroadcastIndex& ix, int k, int64_t i) {
   if (ix.contiguous) return i;
   int64_t off = 0;
   for (int d = ix.rank - 1; d >= 0; --d) {
@@ -65,12 +74,86 @@ TEST_CASE("broadcast indexing merges dimensions and matches numpy offsets") {
         CHECK(offset(ix, static_cast<int>(k), i) == reference_offset(out, ins[k], i));
       }
   }
+  // Small shapes index in 32 bits.
+  CHECK(make_broadcast_index({2, 3, 4}, {{2, 3, 4}, {3, 1}}).index32);
   // Same shapes collapse to one contiguous run; a scalar operand does not.
   CHECK(make_broadcast_index({2, 3, 4}, {{2, 3, 4}, {2, 3, 4}}).contiguous);
   const BroadcastIndex s = make_broadcast_index({2, 3, 4}, {{2, 3, 4}, {1}});
   CHECK_FALSE(s.contiguous);
   CHECK(s.rank == 1);
   CHECK(s.strides[1][0] == 0);
+}
+
+TEST_CASE("IndexDivider: n / d by multiply and shift equals the division for n, d below 2^31") {
+  using oat::cuda::IndexDivider;
+  std::mt19937_64 rng(7);
+  std::vector<uint32_t> divisors;
+  for (uint32_t d = 1; d <= 4100; ++d) divisors.push_back(d);
+  for (int e = 12; e <= 31; ++e) {  // powers of two and their neighbours up to 2^31 - 1
+    const uint32_t p = e == 31 ? 0x7fffffffu : (1u << e);
+    for (uint32_t d : {p - 1, p, p + 1}) divisors.push_back(d);
+  }
+  for (int r = 0; r < 2000; ++r) divisors.push_back(1 + static_cast<uint32_t>(rng() % 0x7fffffffu));
+  int64_t checked = 0, wrong = 0;
+  for (uint32_t d : divisors) {
+    if (d == 0 || d > 0x7fffffffu) continue;
+    const IndexDivider div(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, 0x7fffffffu, 0x7ffffffeu};
+    for (uint32_t m : {2u, 3u, 1000u, 65537u}) {  // around multiples of d
+      const uint64_t q = static_cast<uint64_t>(d) * m;
+      if (q + 1 <= 0x7fffffffu) ns.insert(ns.end(), {uint32_t(q - 1), uint32_t(q), uint32_t(q + 1)});
+    }
+    for (int r = 0; r < 64; ++r) ns.push_back(static_cast<uint32_t>(rng() % 0x80000000u));
+    for (uint32_t n : ns) {
+      ++checked;
+      if (div.div(n) != n / d) {
+        ++wrong;
+        if (wrong < 5) FAIL_CHECK("IndexDivider(" << d << ").div(" << n << ") = " << div.div(n));
+      }
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(checked > 400000);
+}
+
+TEST_CASE("32-bit broadcast indexing gives the 64-bit offsets; large shapes stay 64-bit") {
+  using oat::cuda::make_strided_index;
+  // A transpose [2,5,3,7] -> [2,3,5,7] (strides of the input's dims in output order), a
+  // reversed slice (negative strides), a broadcast bias over [6, 1000, 13].
+  struct StridedCase {
+    Shape out;
+    std::vector<std::vector<int64_t>> strides;
+  };
+  const std::vector<StridedCase> cases = {
+      {{2, 3, 5, 7}, {{105, 7, 21, 1}}},
+      {{4, 6}, {{-6, -1}}},
+      {{6, 1000, 13}, {{13000, 13, 1}, {0, 1, 0}, {0, 0, 1}}},
+      {{3, 1, 4, 1, 5}, {{20, 20, 5, 5, 1}, {0, 0, 1, 1, 0}}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(shape_str(c.out));
+    const BroadcastIndex ix = make_strided_index(c.out, c.strides, "test");
+    REQUIRE(ix.index32);
+    BroadcastIndex wide = ix;
+    wide.index32 = false;
+    for (int64_t i = 0; i < numel(c.out); ++i)
+      for (size_t k = 0; k < c.strides.size(); ++k) {
+        CAPTURE(i);
+        CHECK(offset(ix, static_cast<int>(k), i) == plain_offset(ix, static_cast<int>(k), i));
+        CHECK(offset(wide, static_cast<int>(k), i) == plain_offset(ix, static_cast<int>(k), i));
+      }
+  }
+  // The transpose keeps 4 dims (nothing contiguous across them); a slice of whole rows merges.
+  CHECK(make_strided_index({2, 3, 5, 7}, {{105, 7, 21, 1}}, "test").rank == 4);
+  CHECK(make_strided_index({4, 6}, {{6, 1}}, "test").contiguous);
+  // 2^31 elements, or an operand reaching 2^31 elements in, index in 64 bits.
+  CHECK_FALSE(make_broadcast_index({1 << 16, 1 << 15}, {{1 << 16, 1 << 15}, {1 << 15}}).index32);
+  CHECK(make_broadcast_index({1 << 16, (1 << 15) - 1}, {{1 << 16, (1 << 15) - 1}, {1}}).index32);
+  CHECK_FALSE(make_strided_index({2, 3}, {{int64_t{1} << 31, 1}}, "test").index32);
+  CHECK_FALSE(make_strided_index({3, 2}, {{-(int64_t{1} << 30), 1}}, "test").index32);
+  // 64-bit offsets beyond 2^31 are computed exactly.
+  const BroadcastIndex big = make_strided_index({3, 2}, {{int64_t{1} << 32, 1}}, "test");
+  CHECK(offset(big, 0, 5) == (int64_t{2} << 32) + 1);
 }
 
 TEST_CASE("inputs read on the host: shapes, axes, scalars; never data, lr, step or the skip flag") {

@@ -28,6 +28,17 @@ void require_cuda_rank(const KernelContext& ctx, size_t rank);
 // Throws Error when more than kMaxRank dimensions remain.
 BroadcastIndex make_broadcast_index(const Shape& out, const std::vector<Shape>& ins);
 
+// The same over explicit per-operand element strides of `out`'s dims (a transpose's or a slice's
+// view; strides may be 0 or negative): size-1 dims dropped, contiguous runs merged. `what` names
+// the caller in the rank error.
+BroadcastIndex make_strided_index(const Shape& out, const std::vector<std::vector<int64_t>>& strides,
+                                  const char* what);
+
+// Sets ix.index32 and ix.divs: 32-bit indexing when the element count and each of the first
+// `nops` operands' offsets (Σ_d (dims[d] − 1)·|strides|) fit in int32. The constructors above
+// call it; a BroadcastIndex filled by hand without it keeps 64-bit indexing.
+void finish_index(BroadcastIndex& ix, int nops);
+
 // out = g summed to out's shape (which must broadcast to g's): over g's extra leading dims and
 // wherever out has a 1; FP32 accumulation (grad_reduce.cc). out is in g's dtype, or F32 for an
 // F16/BF16 g (the FP32 accumulator stored unrounded: GemmGrad's dC with grad_type = FLOAT).

@@ -69,23 +69,6 @@ void dispatch_all(ElemType t, const char* where, F&& f) {
   bad_type(where, t);
 }
 
-// Offsets of `nops` operands for output element i (see BroadcastIndex).
-template <int NOPS>
-__device__ __forceinline__ void broadcast_offsets(const BroadcastIndex& ix, int64_t i,
-                                                  int64_t (&off)[NOPS]) {
-  if (ix.contiguous) {
-    for (int k = 0; k < NOPS; ++k) off[k] = i;
-    return;
-  }
-  for (int k = 0; k < NOPS; ++k) off[k] = 0;
-  for (int d = ix.rank - 1; d >= 0; --d) {
-    const int64_t q = i / ix.dims[d];
-    const int64_t r = i - q * ix.dims[d];
-    i = q;
-    for (int k = 0; k < NOPS; ++k) off[k] += r * ix.strides[k][d];
-  }
-}
-
 #define OAT_GRID_STRIDE_LOOP(i, n)                                                     \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)

@@ -42,12 +42,7 @@ void slice_grad(KernelContext& ctx) {
   const cudaStream_t s = stream_of(ctx);
   if (dx.nbytes()) CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), s));
   require_cuda_rank(ctx, v.shape.size());
-  BroadcastIndex ix;
-  ix.rank = static_cast<int>(v.shape.size());
-  for (int d = 0; d < ix.rank; ++d) {
-    ix.dims[d] = v.shape[d];
-    ix.strides[0][d] = v.strides[d];
-  }
+  const BroadcastIndex ix = make_strided_index(v.shape, {v.strides}, "SliceGrad");
   const size_t es = dtype_size(dy.dtype());
   launch_strided_scatter(static_cast<int>(es), dy.raw_data(),
                          static_cast<char*>(dx.raw_data()) + v.base * static_cast<int64_t>(es),

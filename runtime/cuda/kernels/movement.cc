@@ -60,13 +60,7 @@ namespace {
 void strided_copy(KernelContext& ctx, const Tensor& x, int64_t base, const Shape& out,
                   const std::vector<int64_t>& strides, Tensor& y) {
   require_cuda_rank(ctx, out.size());
-  BroadcastIndex ix;
-  ix.rank = static_cast<int>(out.size());
-  for (int d = 0; d < ix.rank; ++d) {
-    ix.dims[d] = out[d];
-    ix.strides[0][d] = strides[d];
-  }
-  ix.contiguous = false;
+  const BroadcastIndex ix = make_strided_index(out, {strides}, "strided copy");
   const size_t es = dtype_size(x.dtype());
   launch_broadcast_copy(static_cast<int>(es), static_cast<const char*>(x.raw_data()) + base * es,
                         y.raw_data(), y.numel(), ix, stream_of(ctx));

@@ -332,6 +332,14 @@ void execute(dim3 grid, dim3 block, const std::function<void()>& body) {
 
 }  // namespace
 
+void check_vector_access(const void* p, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes != 0)
+    emulator_abort(std::string(t_kernel ? t_kernel : "(no kernel)") + ": a " +
+                   std::to_string(bytes) + "-byte vector access at " +
+                   std::to_string(reinterpret_cast<uintptr_t>(p)) +
+                   ", not a multiple of its size (misaligned address on a GPU)");
+}
+
 int block_barrier(int predicate) {
   BlockRun* run = t_run;
   if (!run) emulator_abort("__syncthreads called outside a kernel");

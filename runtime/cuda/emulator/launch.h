@@ -34,6 +34,10 @@ extern thread_local ThreadIndex t_index;
 
 // __syncthreads_or semantics; __syncthreads is sync(0).
 int block_barrier(int predicate);
+
+// A vector access of `bytes` at p: a GPU faults unless p is a multiple of `bytes` (the host's
+// loads would not), so the emulator stops, naming the kernel (vector_map.cuh's packs).
+void check_vector_access(const void* p, size_t bytes);
 // The value of `bits` held by source lane src(lane) of the calling thread's warp, where
 // kind: 0 down (lane + delta), 1 up (lane - delta), 2 xor (lane ^ delta), 3 idx (delta);
 // lanes outside the thread's `width` segment read their own value, as on a GPU. Every lane named

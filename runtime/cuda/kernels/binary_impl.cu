@@ -2,6 +2,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/vector_map.cuh"
 
 namespace oat::cuda {
 
@@ -39,6 +40,25 @@ __global__ void arith_kernel(const T* a, const T* b, T* y, int64_t n, BroadcastI
     int64_t off[2];
     broadcast_offsets<2>(ix, i, off);
     y[i] = from_float<T>(apply<Op>(to_float(a[off[0]]), to_float(b[off[1]])));
+  }
+}
+
+// Operands that need no index (FlatOperands): both the whole output, or one of them a single
+// element read once per thread; packed loads where aligned (vector_map.cuh).
+enum class Flat : int { Both, ScalarA, ScalarB };
+
+template <BinaryOp Op, class T>
+__global__ void arith_flat_kernel(const T* a, const T* b, T* y, int64_t n, Flat mode, bool packed) {
+  constexpr int V = pack_elems<T>();
+  auto f = [](float p, float q) { return from_float<T>(apply<Op>(p, q)); };
+  if (mode == Flat::Both) {
+    map_elements<V>(packed, n, [=](T p, T q) { return f(to_float(p), to_float(q)); }, y, a, b);
+  } else if (mode == Flat::ScalarA) {
+    const float sa = to_float(a[0]);
+    map_elements<V>(packed, n, [=](T q) { return f(sa, to_float(q)); }, y, b);
+  } else {
+    const float sb = to_float(b[0]);
+    map_elements<V>(packed, n, [=](T p) { return f(to_float(p), sb); }, y, a);
   }
 }
 
@@ -90,8 +110,25 @@ __global__ void scatter_kernel(const T* x, T* out, int64_t n, BroadcastIndex ix)
 }
 
 template <class T>
-__global__ void masked_scale_kernel(const T* dy, const bool* mask, T* dx, int64_t n, float scale) {
-  OAT_GRID_STRIDE_LOOP(i, n) { dx[i] = from_float<T>(mask[i] ? to_float(dy[i]) * scale : 0.f); }
+__global__ void masked_scale_kernel(const T* dy, const bool* mask, T* dx, int64_t n, float scale,
+                                    bool packed) {
+  map_elements<pack_elems<T>()>(
+      packed, n, [=](T g, bool keep) { return from_float<T>(keep ? to_float(g) * scale : 0.f); },
+      dx, dy, mask);
+}
+
+// The index-free form of a broadcast, if it has one: both operands the whole output, or one a
+// single element beside a whole one.
+bool flat_mode(const BroadcastIndex& ix, Flat& mode) {
+  if (ix.contiguous) {
+    mode = Flat::Both;
+    return true;
+  }
+  if (ix.rank != 1) return false;
+  if (ix.strides[0][0] == 0 && ix.strides[1][0] == 1) mode = Flat::ScalarA;
+  else if (ix.strides[0][0] == 1 && ix.strides[1][0] == 0) mode = Flat::ScalarB;
+  else return false;
+  return true;
 }
 
 template <BinaryOp Op>
@@ -102,7 +139,18 @@ void launch_typed(ElemType t, const void* a, const void* b, void* y, int64_t n,
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
     if constexpr (Op <= BinaryOp::Fmod) {
-      arith_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(pa, pb, static_cast<T*>(y), n, ix);
+      T* py = static_cast<T*>(y);
+      Flat mode;
+      if (flat_mode(ix, mode)) {
+        constexpr int V = pack_elems<T>();
+        // A single-element operand is read as a scalar, so only the others need alignment.
+        const bool packed = packs_aligned<V>(mode == Flat::ScalarA ? pb : pa, py) &&
+                            (mode != Flat::Both || packs_aligned<V>(pb));
+        arith_flat_kernel<Op, T><<<map_blocks(packed, V, n), kThreads, 0, s>>>(pa, pb, py, n,
+                                                                                mode, packed);
+      } else {
+        arith_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(pa, pb, py, n, ix);
+      }
     } else {
       compare_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(pa, pb, static_cast<bool*>(y), n, ix);
     }
@@ -205,8 +253,12 @@ void launch_masked_scale(ElemType t, const void* dy, const bool* mask, void* dx,
   if (n == 0) return;
   dispatch_float(t, "DropoutGrad", [&](auto tag) {
     using T = decltype(tag);
-    masked_scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
-        static_cast<const T*>(dy), mask, static_cast<T*>(dx), n, scale);
+    const T* pdy = static_cast<const T*>(dy);
+    T* pdx = static_cast<T*>(dx);
+    constexpr int V = pack_elems<T>();
+    const bool packed = packs_aligned<V>(pdy, mask, pdx);
+    masked_scale_kernel<T><<<map_blocks(packed, V, n), kThreads, 0, s>>>(pdy, mask, pdx, n, scale,
+                                                                         packed);
   });
   CUDA_CHECK_LAUNCH();
 }

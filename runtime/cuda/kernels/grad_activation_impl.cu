@@ -1,6 +1,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
 #include "runtime/cuda/kernels/grad_activation_impl.h"
+#include "runtime/cuda/kernels/vector_map.cuh"
 
 namespace oat::cuda {
 
@@ -51,11 +52,15 @@ __device__ __forceinline__ bool masked_out(float v, float a, float b) {
 }
 
 template <ActGrad Op, class T>
-__global__ void act_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, float a, float b) {
-  OAT_GRID_STRIDE_LOOP(i, n) {
-    const float x = to_float(v[i]);
-    dx[i] = from_float<T>(masked_out<Op>(x, a, b) ? 0.f : to_float(dy[i]) * slope<Op>(x, a, b));
-  }
+__global__ void act_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, float a, float b,
+                                bool packed) {
+  map_elements<pack_elems<T>()>(
+      packed, n,
+      [=](T g, T saved) {
+        const float x = to_float(saved);
+        return from_float<T>(masked_out<Op>(x, a, b) ? 0.f : to_float(g) * slope<Op>(x, a, b));
+      },
+      dx, dy, v);
 }
 
 template <class T>
@@ -77,8 +82,13 @@ void launch_op(ElemType t, const void* dy, const void* v, void* dx, int64_t n, f
                cudaStream_t s) {
   dispatch_float(t, "activation gradient", [&](auto tag) {
     using T = decltype(tag);
-    act_grad_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(v), static_cast<T*>(dx), n, a, b);
+    constexpr int V = pack_elems<T>();
+    const T* pdy = static_cast<const T*>(dy);
+    const T* pv = static_cast<const T*>(v);
+    T* pdx = static_cast<T*>(dx);
+    const bool packed = packs_aligned<V>(pdy, pv, pdx);
+    act_grad_kernel<Op, T><<<map_blocks(packed, V, n), kThreads, 0, s>>>(pdy, pv, pdx, n, a, b,
+                                                                         packed);
   });
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/kernels/device_types.cuh"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/vector_map.cuh"
 
 namespace oat::cuda {
 
@@ -67,16 +68,20 @@ __device__ __forceinline__ float apply(float x, float a, float b) {
 }
 
 template <UnaryOp Op, class T>
-__global__ void unary_kernel(const T* x, T* y, int64_t n, float a, float b) {
-  OAT_GRID_STRIDE_LOOP(i, n) { y[i] = from_float<T>(apply<Op>(to_float(x[i]), a, b)); }
+__global__ void unary_kernel(const T* x, T* y, int64_t n, float a, float b, bool packed) {
+  map_elements<pack_elems<T>()>(
+      packed, n, [=](T v) { return from_float<T>(apply<Op>(to_float(v), a, b)); }, y, x);
 }
 
 template <UnaryOp Op>
 void launch_op(ElemType t, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s) {
   dispatch_float(t, "unary", [&](auto tag) {
     using T = decltype(tag);
-    unary_kernel<Op, T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
-                                                            static_cast<T*>(y), n, a, b);
+    constexpr int V = pack_elems<T>();
+    const T* px = static_cast<const T*>(x);
+    T* py = static_cast<T*>(y);
+    const bool packed = packs_aligned<V>(px, py);
+    unary_kernel<Op, T><<<map_blocks(packed, V, n), kThreads, 0, s>>>(px, py, n, a, b, packed);
   });
 }
 
@@ -112,8 +117,8 @@ __device__ __forceinline__ To convert(From x) {
 }
 
 template <class To, class From>
-__global__ void cast_kernel(const From* x, To* y, int64_t n) {
-  OAT_GRID_STRIDE_LOOP(i, n) { y[i] = convert<To, From>(x[i]); }
+__global__ void cast_kernel(const From* x, To* y, int64_t n, bool packed) {
+  map_elements<pack_elems<To, From>()>(packed, n, [](From v) { return convert<To, From>(v); }, y, x);
 }
 
 template <PredicateOp Op, class T>
@@ -179,8 +184,11 @@ void launch_cast(ElemType from, ElemType to, const void* x, void* y, int64_t n, 
     using From = decltype(from_tag);
     dispatch_all(to, "Cast", [&](auto to_tag) {
       using To = decltype(to_tag);
-      cast_kernel<To, From><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const From*>(x),
-                                                               static_cast<To*>(y), n);
+      constexpr int V = pack_elems<To, From>();
+      const From* px = static_cast<const From*>(x);
+      To* py = static_cast<To*>(y);
+      const bool packed = packs_aligned<V>(px, py);
+      cast_kernel<To, From><<<map_blocks(packed, V, n), kThreads, 0, s>>>(px, py, n, packed);
     });
   });
   CUDA_CHECK_LAUNCH();

@@ -371,6 +371,29 @@ void add_gradient_cases(std::vector<Case>& v) {
                {flt({4, 3, 5}), flt({4, 3, 5}), f32({3}), f32({3}), f32({3}, In::Positive)},
                3,
                {DType::F32}});
+  // Planes of a multiple of 8 elements: the packed elementwise loops (16-byte packs, one
+  // channel per pack) of BatchNorm's apply and dX kernels.
+  v.push_back({"BatchNormalization",
+               15,
+               {{"training_mode", attr_i(1)}, {"momentum", attr_f(0.8f)}},
+               {flt({4, 3, 4, 8}), f32({3}), f32({3}), f32({3}), f32({3}, In::Positive)},
+               3,
+               {DType::F32, DType::F16, DType::BF16},
+               "training, packed"});
+  v.push_back({"BatchNormalizationGrad",
+               1,
+               {{"training_mode", attr_i(1)}},
+               {flt({4, 3, 4, 8}), flt({4, 3, 4, 8}), f32({3})},
+               3,
+               {DType::F32},
+               "training, packed"});
+  v.push_back({"BatchNormalizationGrad",
+               1,
+               {},
+               {flt({4, 3, 16}), flt({4, 3, 16}), f32({3}), f32({3}), f32({3}, In::Positive)},
+               3,
+               {DType::F32},
+               "packed"});
   // fused mixed-precision ops: FP32 masters, gradients in the case dtype
   v.push_back(
       {"UnscaleAndCheck", 1, {}, {f32({}, In::Unit), flt({3, 5}), flt({70000}), flt({1})}, 4});

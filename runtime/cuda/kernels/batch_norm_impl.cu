@@ -5,6 +5,7 @@
 #include "runtime/cuda/kernels/batch_norm_impl.h"
 #include "runtime/cuda/kernels/block_reduce.cuh"
 #include "runtime/cuda/kernels/device_types.cuh"
+#include "runtime/cuda/kernels/vector_map.cuh"
 
 namespace oat::cuda {
 
@@ -74,14 +75,33 @@ __global__ void bn_merge_stats_kernel(const float* part, float* mean, float* var
   }
 }
 
+// Y = (X − mean[c])·a + bias[c], a = scale[c]/√(var[c] + ε). Packed (S a multiple of the pack
+// width and X, Y aligned, vector_map.cuh): a pack of V elements lies in one channel plane, so the
+// channel and its coefficients are found once per pack; the same arithmetic per element.
 template <class T, class I>
 __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float* var,
                                 const float* scale, const float* bias, float eps,
-                                ChannelShape sh) {
-  OAT_GRID_STRIDE_LOOP(i, sh.N * sh.C * sh.S) {
+                                ChannelShape sh, bool packed) {
+  constexpr int V = pack_elems<T>();
+  const int64_t n = sh.N * sh.C * sh.S;
+  auto element = [&](float v, int64_t c, float a, int64_t pc) {
+    return from_float<T>((v - mean[c]) * a + bias[pc]);
+  };
+  if (packed) {
+    OAT_GRID_STRIDE_LOOP(p, n / V) {
+      const int64_t c = channel_of<I>(p * V, sh), pc = param_index(c, sh);
+      const float a = scale[pc] * rsqrtf(var[c] + eps);
+      const Pack<T, V> in = load_pack<V>(x, p);
+      Pack<T, V> out;
+      for (int k = 0; k < V; ++k) out.v[k] = element(to_float(in.v[k]), c, a, pc);
+      store_pack<V>(y, p, out);
+    }
+    return;
+  }
+  OAT_GRID_STRIDE_LOOP(i, n) {
     const int64_t c = channel_of<I>(i, sh), pc = param_index(c, sh);
     const float a = scale[pc] * rsqrtf(var[c] + eps);
-    y[i] = from_float<T>((to_float(x[i]) - mean[c]) * a + bias[pc]);
+    y[i] = element(to_float(x[i]), c, a, pc);
   }
 }
 
@@ -129,22 +149,51 @@ __global__ void bn_merge_sums_kernel(const float* part, float* sum_dy, float* su
   }
 }
 
+// dX = scale[c]·inv·(dY − Σ dY/m − x̂·Σ(dY⊙x̂)/m) in training, scale[c]·inv·dY otherwise;
+// inv = 1/√(var[c] + ε), x̂ = (X − mean[c])·inv. Packed as bn_apply_kernel.
 template <class T, class I>
 __global__ void bn_grad_dx_kernel(const T* dy, const T* x, const float* mean, const float* var,
                                   const float* scale, const float* sum_dy, const float* sum_dyxh,
-                                  bool training, float eps, T* dx, ChannelShape sh) {
+                                  bool training, float eps, T* dx, ChannelShape sh, bool packed) {
+  constexpr int V = pack_elems<T>();
   const float m = static_cast<float>(sh.N * sh.S);
-  OAT_GRID_STRIDE_LOOP(i, sh.N * sh.C * sh.S) {
-    const int64_t c = channel_of<I>(i, sh);
-    const float inv = rsqrtf(var[c] + eps);
-    const float g = to_float(dy[i]);
+  const int64_t n = sh.N * sh.C * sh.S;
+  auto element = [&](float g, float xv, int64_t c, float inv, float sc) {
     float v = g;
     if (training) {
-      const float xh = (to_float(x[i]) - mean[c]) * inv;
+      const float xh = (xv - mean[c]) * inv;
       v = g - sum_dy[c] / m - xh * sum_dyxh[c] / m;
     }
-    dx[i] = from_float<T>(scale[param_index(c, sh)] * inv * v);
+    return from_float<T>(sc * inv * v);
+  };
+  if (packed) {
+    OAT_GRID_STRIDE_LOOP(p, n / V) {
+      const int64_t c = channel_of<I>(p * V, sh);
+      const float inv = rsqrtf(var[c] + eps), sc = scale[param_index(c, sh)];
+      const Pack<T, V> g = load_pack<V>(dy, p);
+      Pack<T, V> xs = g;  // X is read in training only
+      if (training) xs = load_pack<V>(x, p);
+      Pack<T, V> out;
+      for (int k = 0; k < V; ++k)
+        out.v[k] = element(to_float(g.v[k]), to_float(xs.v[k]), c, inv, sc);
+      store_pack<V>(dx, p, out);
+    }
+    return;
   }
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = channel_of<I>(i, sh);
+    const float inv = rsqrtf(var[c] + eps);
+    dx[i] = element(to_float(dy[i]), training ? to_float(x[i]) : 0.f, c, inv,
+                    scale[param_index(c, sh)]);
+  }
+}
+
+// Whether the elementwise BatchNorm kernels take packs: every pack in one channel plane, and
+// the pointers aligned.
+template <class T, class... P>
+bool bn_packed(const ChannelShape& sh, const P*... p) {
+  constexpr int V = pack_elems<T>();
+  return sh.S % V == 0 && packs_aligned<V>(p...);
 }
 
 int threads_for(int64_t m) { return m >= 1024 ? 256 : (m >= 128 ? 128 : 32); }
@@ -190,8 +239,11 @@ void launch_bn_apply(ElemType t, const void* x, void* y, const float* mean, cons
   dispatch_bn(t, "BatchNormalization", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
     using I = decltype(itag);
-    bn_apply_kernel<T, I><<<blocks_for(n), kThreads, 0, s>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), mean, var, scale, bias, eps, sh);
+    const T* px = static_cast<const T*>(x);
+    T* py = static_cast<T*>(y);
+    const bool packed = bn_packed<T>(sh, px, py);
+    bn_apply_kernel<T, I><<<map_blocks(packed, pack_elems<T>(), n), kThreads, 0, s>>>(
+        px, py, mean, var, scale, bias, eps, sh, packed);
   });
   CUDA_CHECK_LAUNCH();
 }
@@ -228,9 +280,12 @@ void launch_bn_grad_dx(ElemType t, const void* dy, const void* x, const float* m
   dispatch_bn(t, "BatchNormalizationGrad", sh, [&](auto tag, auto itag) {
     using T = decltype(tag);
     using I = decltype(itag);
-    bn_grad_dx_kernel<T, I><<<blocks_for(n), kThreads, 0, s>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(x), mean, var, scale, sum_dy, sum_dyxh,
-        training, eps, static_cast<T*>(dx), sh);
+    const T* pdy = static_cast<const T*>(dy);
+    const T* px = static_cast<const T*>(x);
+    T* pdx = static_cast<T*>(dx);
+    const bool packed = bn_packed<T>(sh, pdy, pdx) && (!training || bn_packed<T>(sh, px));
+    bn_grad_dx_kernel<T, I><<<map_blocks(packed, pack_elems<T>(), n), kThreads, 0, s>>>(
+        pdy, px, mean, var, scale, sum_dy, sum_dyxh, training, eps, pdx, sh, packed);
   });
   CUDA_CHECK_LAUNCH();
 }

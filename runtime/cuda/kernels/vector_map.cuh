@@ -35,21 +35,30 @@ bool packs_aligned(const T*... p) {
   return ((reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V) == 0) && ...);
 }
 
-// x: the operands' packs by value (one 16-byte load each), y: the output's (one store).
-template <int V, class TY, class F, class... P>
-__device__ __forceinline__ void map_values(F& f, Pack<TY, V>& y, P... x) {
-  Pack<TY, V> out;
-  for (int k = 0; k < V; ++k) out.v[k] = f(x.v[k]...);
-  y = out;
+// Pack k of p (elements k·V ... k·V + V − 1) as one 16-byte access; the emulator stops where a
+// GPU would fault on a misaligned one.
+template <int V, class T>
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p, int64_t k) {
+  const Pack<T, V>* q = reinterpret_cast<const Pack<T, V>*>(p) + k;
+#ifdef OAT_CUDA_EMULATED
+  ::oat_emu::check_vector_access(q, sizeof(*q));
+#endif
+  return *q;
+}
+template <int V, class T>
+__device__ __forceinline__ void store_pack(T* p, int64_t k, const Pack<T, V>& v) {
+  Pack<T, V>* q = reinterpret_cast<Pack<T, V>*>(p) + k;
+#ifdef OAT_CUDA_EMULATED
+  ::oat_emu::check_vector_access(q, sizeof(*q));
+#endif
+  *q = v;
 }
 
 template <int V, class TY, class F, class... P>
-__device__ __forceinline__ void map_pack(F& f, Pack<TY, V>& y, const P&... x) {
-#ifdef OAT_CUDA_EMULATED
-  ::oat_emu::check_vector_access(&y, sizeof(y));
-  (::oat_emu::check_vector_access(&x, sizeof(x)), ...);
-#endif
-  map_values<V>(f, y, x...);
+__device__ __forceinline__ Pack<TY, V> map_values(F& f, const P&... x) {
+  Pack<TY, V> out;
+  for (int k = 0; k < V; ++k) out.v[k] = f(x.v[k]...);
+  return out;
 }
 
 // y[i] = f(x[i]...) for every i < n. Packed (V > 1 and every pointer aligned: packs_aligned):
@@ -63,8 +72,7 @@ __device__ __forceinline__ void map_elements(bool packed, int64_t n, F f, TY* y,
   }
   const int64_t packs = n / V;
   OAT_GRID_STRIDE_LOOP(p, packs) {
-    map_pack<V>(f, reinterpret_cast<Pack<TY, V>*>(y)[p],
-                reinterpret_cast<const Pack<TX, V>*>(x)[p]...);
+    store_pack<V>(y, p, map_values<V, TY>(f, load_pack<V>(x, p)...));
   }
   const int64_t i = packs * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = f(x[i]...);

@@ -3,6 +3,7 @@
 //   oat_train_step [--models mlp,lenet5] [--precision fp32[,fp16,bf16]] [--batch 64]
 //                  [--optimizer adam] [--lr 0.001] [--threads 2] [--warmup 20] [--steps 200]
 //                  [--data DIR|fashion-mnist|synthetic] [--device cpu|cuda] [--profile K]
+//                  [--cuda-graph 0|1] [--cudnn-benchmark 0|1]
 //
 // Models: any zoo name (models/zoo.h): mlp, lenet5 and transformer take 28x28 samples,
 // resnet18-cifar 3x32x32, resnet18 3x224x224 (1000 classes).
@@ -99,7 +100,7 @@ int usage() {
   std::cerr << "usage: oat_train_step [--models mlp,lenet5] [--precision fp32,fp16,bf16] "
                "[--batch N] [--optimizer sgd|adam|adamw] [--lr LR] [--threads N] [--warmup N] "
                "[--steps N] [--data DIR|fashion-mnist|synthetic] [--device cpu|cuda] "
-               "[--cuda-graph 0|1] [--profile K]\n";
+               "[--cuda-graph 0|1] [--cudnn-benchmark 0|1] [--profile K]\n";
   return 2;
 }
 
@@ -396,6 +397,8 @@ int main(int argc, char** argv) {
     else if (a == "--data") o.data = v;
     else if (a == "--profile") o.profile = std::atoi(v.c_str());
     else if (a == "--cuda-graph" && (v == "0" || v == "1")) o.cuda_graph = v == "1";
+    else if (a == "--cudnn-benchmark" && (v == "0" || v == "1"))
+      oat::cuda::set_cudnn_benchmark(v == "1");
     else if (a == "--device" && (v == "cpu" || v == "cuda"))
       o.device = v == "cuda" ? oat::Device::CUDA : oat::Device::CPU;
     else return usage();

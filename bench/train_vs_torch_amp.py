@@ -33,7 +33,8 @@ The data are seeded uniform [0, 1) samples with uniform labels, kept on the host
 CUDA), 16 batches (fewer above ~256 MB, at least 2) cycled, as oat_train_step does. FP32 is
 plain FP32 on both sides: TF32 is off for PyTorch's matmuls *and* cuDNN convolutions (PyTorch
 enables it for convolutions by default) unless --tf32, because our FP32 kernels do not use it.
-cudnn.benchmark stays PyTorch's default (off) unless --cudnn-benchmark.
+cudnn.benchmark stays PyTorch's default (off) unless --cudnn-benchmark, which also has our
+convolutions timed (oat_train_step --cudnn-benchmark 1: cudnnFind*AlgorithmEx).
 
 --device cpu runs the same comparison on the CPU (for testing the script without a GPU; our
 FP16 there is exact emulation, slower than FP32 by design). PyTorch's CPU autocast may not take
@@ -188,7 +189,8 @@ def ours_run(name, batch, a, threads):
     cmd = [a.bin, "--models", name, "--precision", f"fp32,{a.low}", "--batch", str(batch),
            "--optimizer", "adam", "--lr", str(a.lr), "--threads", str(threads),
            "--warmup", str(a.warmup), "--steps", str(a.steps), "--data", "synthetic",
-           "--device", a.device] + a.ours_args.split()
+           "--device", a.device,
+           "--cudnn-benchmark", "1" if a.cudnn_benchmark else "0"] + a.ours_args.split()
     print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/convert_command.h"
 #include "cli/train_commands.h"
+#include "runtime/cuda/device.h"
 #include "runtime/error.h"
 
 namespace oat::cli {
@@ -100,6 +101,15 @@ int run_main(int argc, char** argv) {
   ConvertCommand convert_command(app);
   CheckCommand check_command(app);
 
+  // The device commands share one process-wide choice of cuDNN convolution algorithms.
+  bool cudnn_benchmark = false;
+  for (const char* name : {"train", "eval", "infer", "check"})
+    app.get_subcommand(name)->add_flag(
+        "--cudnn-benchmark", cudnn_benchmark,
+        "cuda: choose each convolution shape's cuDNN algorithms by timing them on the device "
+        "(cudnnFind*AlgorithmEx, as torch.backends.cudnn.benchmark = True or ONNX Runtime's "
+        "EXHAUSTIVE search) instead of by cuDNN's heuristics; the first step takes longer");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,6 +117,7 @@ int run_main(int argc, char** argv) {
     std::cerr << "error: " << one_line(e.what()) << " (see --help)\n";
     return 2;
   }
+  cuda::set_cudnn_benchmark(cudnn_benchmark);
   try {
     if (train_commands.selected()) return train_commands.run();
     if (*infer_cmd) return run_infer(infer);

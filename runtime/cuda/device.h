@@ -2,6 +2,7 @@
 // every build; without the backend (runtime/cuda_stub.cc) they answer "not compiled" or throw.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -32,5 +33,17 @@ void copy_bytes(void* dst, bool dst_cuda, const void* src, bool src_cuda, size_t
 std::unique_ptr<DeviceContext> make_context();
 // Adds the CUDA kernels to `r` (nothing without the backend).
 void register_kernels(KernelRegistry& r);
+
+// How a convolution's cuDNN algorithms are chosen, once per shape (process-wide, read when a
+// shape is first planned): false (default) ranks them by cuDNN's heuristics
+// (cudnnGet*Algorithm_v7, PyTorch's default); true times them on the device
+// (cudnnFind*AlgorithmEx: PyTorch's torch.backends.cudnn.benchmark = True, ONNX Runtime's
+// cudnn_conv_algo_search EXHAUSTIVE). The CLI's --cudnn-benchmark sets it.
+inline std::atomic<bool>& cudnn_benchmark_flag() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+inline void set_cudnn_benchmark(bool on) { cudnn_benchmark_flag() = on; }
+inline bool cudnn_benchmark() { return cudnn_benchmark_flag(); }
 
 }  // namespace oat::cuda

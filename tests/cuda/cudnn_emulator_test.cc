@@ -545,6 +545,64 @@ TEST_CASE("cudnn emulator: algorithm queries, workspace sizes and checks") {
   }
 }
 
+TEST_CASE("cudnn emulator: Find*AlgorithmEx ranks as Get*_v7, overwrites its output, reports "
+          "what the workspace cannot hold as not run") {
+  const Conv c{{2, 4, 6, 6}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2};
+  ConvRun r(c, CUDNN_DATA_FLOAT);
+  std::mt19937 rng(3);
+  Buf x = random_buf(CUDNN_DATA_FLOAT, prod(c.x), rng);
+  Buf w = random_buf(CUDNN_DATA_FLOAT, prod(c.w), rng);
+  Buf y = random_buf(CUDNN_DATA_FLOAT, prod(c.y()), rng);
+  std::vector<unsigned char> ws(1 << 20);
+  cudnnConvolutionFwdAlgoPerf_t gp[8], fp[8];
+  int gn = 0, fn = 0;
+  REQUIRE(cudnnGetConvolutionForwardAlgorithm_v7(r.h.h, r.xd.d, r.wd.d, r.cd.d, r.yd.d, 8, &gn,
+                                                 gp) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(cudnnFindConvolutionForwardAlgorithmEx(r.h.h, r.xd.d, x.p(), r.wd.d, w.p(), r.cd.d,
+                                                 r.yd.d, y.p(), 8, &fn, fp, ws.data(),
+                                                 ws.size()) == CUDNN_STATUS_SUCCESS);
+  REQUIRE(fn == gn);
+  bool some_workspace = false;
+  for (int i = 0; i < fn; ++i) {
+    CHECK(fp[i].algo == gp[i].algo);
+    CHECK(fp[i].status == CUDNN_STATUS_SUCCESS);
+    some_workspace = some_workspace || gp[i].memory > 0;
+  }
+  REQUIRE(some_workspace);
+  for (int64_t i = 0; i < y.n(); ++i) REQUIRE(std::isnan(y.get(i)));
+  // No workspace: the candidates that need one were not run.
+  REQUIRE(cudnnFindConvolutionForwardAlgorithmEx(r.h.h, r.xd.d, x.p(), r.wd.d, w.p(), r.cd.d,
+                                                 r.yd.d, y.p(), 8, &fn, fp, nullptr, 0) ==
+          CUDNN_STATUS_SUCCESS);
+  for (int i = 0; i < fn; ++i) CHECK((fp[i].status == CUDNN_STATUS_SUCCESS) == (gp[i].memory == 0));
+  CHECK(cudnnFindConvolutionForwardAlgorithmEx(r.h.h, r.xd.d, x.p(), r.wd.d, w.p(), r.cd.d,
+                                               r.yd.d, nullptr, 8, &fn, fp, nullptr, 0) ==
+        CUDNN_STATUS_BAD_PARAM);
+  // The backward directions: the same ranking as their queries, the output overwritten.
+  cudnnConvolutionBwdDataAlgoPerf_t gd[8], fd[8];
+  REQUIRE(cudnnGetConvolutionBackwardDataAlgorithm_v7(r.h.h, r.wd.d, r.yd.d, r.cd.d, r.xd.d, 8,
+                                                      &gn, gd) == CUDNN_STATUS_SUCCESS);
+  Buf dx = random_buf(CUDNN_DATA_FLOAT, prod(c.x), rng);
+  REQUIRE(cudnnFindConvolutionBackwardDataAlgorithmEx(r.h.h, r.wd.d, w.p(), r.yd.d, y.p(),
+                                                      r.cd.d, r.xd.d, dx.p(), 8, &fn, fd,
+                                                      ws.data(), ws.size()) ==
+          CUDNN_STATUS_SUCCESS);
+  REQUIRE(fn == gn);
+  for (int i = 0; i < fn; ++i) CHECK(fd[i].algo == gd[i].algo);
+  CHECK(std::isnan(dx.get(0)));
+  cudnnConvolutionBwdFilterAlgoPerf_t gf[8], ff[8];
+  REQUIRE(cudnnGetConvolutionBackwardFilterAlgorithm_v7(r.h.h, r.xd.d, r.yd.d, r.cd.d, r.wd.d, 8,
+                                                        &gn, gf) == CUDNN_STATUS_SUCCESS);
+  Buf dw = random_buf(CUDNN_DATA_FLOAT, prod(c.w), rng);
+  REQUIRE(cudnnFindConvolutionBackwardFilterAlgorithmEx(r.h.h, r.xd.d, x.p(), r.yd.d, y.p(),
+                                                        r.cd.d, r.wd.d, dw.p(), 8, &fn, ff,
+                                                        ws.data(), ws.size()) ==
+          CUDNN_STATUS_SUCCESS);
+  REQUIRE(fn == gn);
+  for (int i = 0; i < fn; ++i) CHECK(ff[i].algo == gf[i].algo);
+  CHECK(std::isnan(dw.get(dw.n() - 1)));
+}
+
 TEST_CASE("cudnn emulator: convolution parameter checks") {
   Handle h;
   const Dims xs = {2, 4, 6, 6}, wsz = {6, 2, 3, 3}, ys = {2, 6, 4, 4};

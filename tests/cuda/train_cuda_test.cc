@@ -21,6 +21,9 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/cuda/device.h"
 #include "train/trainer.h"
+#ifdef OAT_CUDA_EMULATED
+#include "runtime/cuda/emulator/launch.h"  // cudnn_find_calls
+#endif
 
 using namespace oat;
 using namespace oat_test;
@@ -307,6 +310,52 @@ TEST_CASE("Trainer on CUDA: FP32 steps follow the CPU reference; the CUDA graph 
   REQUIRE(cpu.losses.size() == 8);
   expect_eager_and_graph_follow(cpu, eager, graph);
   CHECK(graph.optimizer_step == 8);
+}
+
+TEST_CASE("Trainer on CUDA with --cudnn-benchmark: LeNet-5's convolution algorithms are timed; "
+          "steps follow the CPU, the CUDA graph equals eager") {
+  if (!have_gpu()) return;
+  struct Benchmark {  // process-wide: restored for the other cases
+    Benchmark() { cuda::set_cudnn_benchmark(true); }
+    ~Benchmark() { cuda::set_cudnn_benchmark(false); }
+  } on;
+#ifdef OAT_CUDA_EMULATED
+  const uint64_t finds = oat_emu::cudnn_find_calls();
+#endif
+  auto run = [](Device device, bool graph) {
+    train::TrainerConfig cfg;
+    cfg.epochs = 1;
+    cfg.batch = 16;
+    cfg.progress = false;
+    cfg.device = device;
+    cfg.cuda_graph = graph;
+    train::Trainer t(models::lenet5(1), cfg);
+    RunResult r;
+    t.on_step = [&](int64_t, double loss) { r.losses.push_back(loss); };
+    t.fit(random_images(40, 3), nullptr);  // two full batches (eager, then captured), one of 8
+    r.state = t.state();
+    r.graph = t.cuda_graph_status();
+    return r;
+  };
+  const RunResult cpu = run(Device::CPU, false);
+  const RunResult eager = run(Device::CUDA, false);
+  const RunResult graph = run(Device::CUDA, true);
+#ifdef OAT_CUDA_EMULATED
+  // Conv forward, backward data and backward filter of each conv layer, per executor (the first
+  // layer's backward data is not asked for).
+  CHECK(oat_emu::cudnn_find_calls() - finds >= 6);
+#endif
+  CHECK(graph.graph == "on");
+  REQUIRE(cpu.losses.size() == 3);
+  REQUIRE(eager.losses.size() == 3);
+  REQUIRE(graph.losses.size() == 3);
+  for (size_t i = 0; i < cpu.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(eager.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
+    CHECK(graph.losses[i] == eager.losses[i]);
+  }
+  CHECK(state_error(eager, cpu) < 1e-4);
+  CHECK(state_error(graph, eager) == 0.0);
 }
 
 TEST_CASE("Trainer on CUDA: training-mode Dropout draws the CPU's masks, also in a CUDA graph") {

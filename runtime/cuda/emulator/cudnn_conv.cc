@@ -12,9 +12,12 @@
 // algorithm; the algorithms offered and their workspace sizes only mimic cuDNN's so that callers'
 // planning (ranking, workspace checks) is exercised.
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <vector>
 
 #include "runtime/cuda/emulator/cudnn_internal.h"
+#include "runtime/cuda/emulator/launch.h"
 
 using namespace oat_emu::dnn;
 
@@ -382,4 +385,87 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(
   return convolution(Dir::BackwardFilter, "cudnnConvolutionBackwardFilter", handle, alpha, beta,
                      xDesc, dwDesc, convDesc, dyDesc, x, dy, dw, algo, workSpace,
                      workSpaceSizeInBytes);
+}
+
+// cudnnFind*AlgorithmEx: the ranking of cudnnGet*Algorithm_v7 (the emulator has no timings),
+// after what a timed search does to its arguments: it waits for the handle's stream (so during
+// a CUDA-graph capture it invalidates the capture, as the synchronisation would on a GPU), reads
+// both inputs, overwrites the output (here with NaN: a caller that hands it a live tensor sees
+// it), and reports candidates needing more workspace than it was given as not run.
+namespace {
+
+std::atomic<uint64_t> g_find_calls{0};
+
+template <class Perf, class Algo>
+cudnnStatus_t find(Dir d, const char* name, cudnnHandle_t h, const cudnnTensorStruct* x,
+                   const cudnnFilterStruct* w, const cudnnConvolutionStruct* c,
+                   const cudnnTensorStruct* y, const void* in0, const void* in1, void* out,
+                   int requested, int* returned, Perf* perf, void* ws, size_t ws_bytes) {
+  ++g_find_calls;
+  return guard([&] {
+    const cudnnStatus_t st = rank<Perf, Algo>(d, h, x, w, c, y, requested, returned, perf);
+    if (st != CUDNN_STATUS_SUCCESS) return st;
+    if (!in0 || !in1 || !out || (ws_bytes > 0 && !ws)) return CUDNN_STATUS_BAD_PARAM;
+    if (cudaStreamSynchronize(h->stream) != cudaSuccess) return CUDNN_STATUS_EXECUTION_FAILED;
+    ConvGeom g;
+    if (make_geom(x, w, c, y, &g) != CUDNN_STATUS_SUCCESS) return CUDNN_STATUS_SUCCESS;
+    for (int i = 0; i < *returned; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory > ws_bytes) {
+        perf[i].status = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+        perf[i].time = -1.f;
+      }
+    oat_emu::enqueue(h->stream, name, [=] {
+      const auto& s0 = d == Dir::BackwardData ? g.y : g.x;
+      const auto& s1 = d == Dir::BackwardFilter ? g.y : g.w;
+      const auto& so = d == Dir::Forward ? g.y : d == Dir::BackwardData ? g.x : g.w;
+      gather(in0, g.dtype, s0);
+      gather(in1, g.dtype, s1);
+      const std::vector<double> nan(static_cast<size_t>(so.numel()), std::nan(""));
+      write_out(out, g.dtype, so, nan, 1.0, 0.0);
+    });
+    return cudaStreamSynchronize(h->stream) == cudaSuccess ? CUDNN_STATUS_SUCCESS
+                                                          : CUDNN_STATUS_EXECUTION_FAILED;
+  });
+}
+
+}  // namespace
+
+uint64_t oat_emu::cudnn_find_calls() { return g_find_calls; }
+
+cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void* x,
+    const cudnnFilterDescriptor_t wDesc, const void* w, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t yDesc, void* y, const int requestedAlgoCount,
+    int* returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t* perfResults, void* workSpace,
+    size_t workSpaceSizeInBytes) {
+  return find<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+      Dir::Forward, "cudnnFindConvolutionForwardAlgorithmEx", handle, xDesc, wDesc, convDesc,
+      yDesc, x, w, y, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace,
+      workSpaceSizeInBytes);
+}
+
+cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void* w,
+    const cudnnTensorDescriptor_t dyDesc, const void* dy,
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void* dx,
+    const int requestedAlgoCount, int* returnedAlgoCount,
+    cudnnConvolutionBwdDataAlgoPerf_t* perfResults, void* workSpace,
+    size_t workSpaceSizeInBytes) {
+  return find<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
+      Dir::BackwardData, "cudnnFindConvolutionBackwardDataAlgorithmEx", handle, dxDesc, wDesc,
+      convDesc, dyDesc, dy, w, dx, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace,
+      workSpaceSizeInBytes);
+}
+
+cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void* x,
+    const cudnnTensorDescriptor_t dyDesc, const void* y,
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void* dw,
+    const int requestedAlgoCount, int* returnedAlgoCount,
+    cudnnConvolutionBwdFilterAlgoPerf_t* perfResults, void* workSpace,
+    size_t workSpaceSizeInBytes) {
+  return find<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
+      Dir::BackwardFilter, "cudnnFindConvolutionBackwardFilterAlgorithmEx", handle, xDesc,
+      dwDesc, convDesc, dyDesc, x, y, dw, requestedAlgoCount, returnedAlgoCount, perfResults,
+      workSpace, workSpaceSizeInBytes);
 }

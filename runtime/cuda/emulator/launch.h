@@ -35,6 +35,10 @@ extern thread_local ThreadIndex t_index;
 // __syncthreads_or semantics; __syncthreads is sync(0).
 int block_barrier(int predicate);
 
+// How many cudnnFind*AlgorithmEx calls the emulator has answered (for tests: the timed search
+// of --cudnn-benchmark was taken).
+uint64_t cudnn_find_calls();
+
 // A vector access of `bytes` at p: a GPU faults unless p is a multiple of `bytes` (the host's
 // loads would not), so the emulator stops, naming the kernel (vector_map.cuh's packs).
 void check_vector_access(const void* p, size_t bytes);

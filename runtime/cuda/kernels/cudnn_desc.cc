@@ -1,6 +1,10 @@
 #include "runtime/cuda/kernels/cudnn_desc.h"
 
+#include <algorithm>
 #include <limits>
+
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/device.h"
 
 namespace oat::cuda {
 
@@ -46,12 +50,14 @@ void TensorDesc::set(DType t, const Shape& shape) {
   const std::vector<int> strides = cudnn_packed_strides(dims);
   CUDNN_CHECK(cudnnSetTensorNdDescriptor(d_, cudnn_type(t), static_cast<int>(dims.size()),
                                          dims.data(), strides.data()));
+  bytes_ = static_cast<size_t>(numel(shape)) * dtype_size(t);
 }
 
 void FilterDesc::set(DType t, const Shape& shape) {
   const std::vector<int> dims = cudnn_dims(shape);
   CUDNN_CHECK(cudnnSetFilterNdDescriptor(d_, cudnn_type(t), CUDNN_TENSOR_NCHW,
                                          static_cast<int>(dims.size()), dims.data()));
+  bytes_ = static_cast<size_t>(numel(shape)) * dtype_size(t);
 }
 
 void ConvDesc::set(DType t, const std::vector<int>& pad, const std::vector<int>& stride,
@@ -90,21 +96,67 @@ namespace {
 
 constexpr int kAlgoCandidates = 8;
 
+// Device memory for a timed search (cudnnFind*AlgorithmEx runs every candidate): scratch
+// operands (the search overwrites its output; the inputs' values do not matter) and a workspace
+// of `ws_bytes` (the most any algorithm asks for, at most kConvWorkspaceCap, as PyTorch sizes
+// its benchmark workspace), or a quarter of it and so on when that much is not free.
+struct SearchBuffers {
+  Tensor a, b, out, ws;
+  size_t ws_bytes = 0;
+};
+SearchBuffers search_buffers(const KernelContext& ctx, size_t a, size_t b, size_t out,
+                             size_t ws_bytes) {
+  CudaContext& cc = cuda_context(ctx);
+  SearchBuffers s{cc.scratch(a), cc.scratch(b), cc.scratch(out), Tensor(), 0};
+  for (size_t bytes = ws_bytes; bytes > 0; bytes = bytes >= (size_t{64} << 20) ? bytes / 4 : 0) {
+    try {
+      s.ws = cc.scratch(bytes);
+      s.ws_bytes = bytes;
+      break;
+    } catch (const Error&) {  // out of device memory: try a quarter
+    }
+  }
+  return s;
+}
+
+int algo_count(cudnnConvolutionFwdAlgo_t) { return CUDNN_CONVOLUTION_FWD_ALGO_COUNT; }
+int algo_count(cudnnConvolutionBwdDataAlgo_t) { return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; }
+int algo_count(cudnnConvolutionBwdFilterAlgo_t) { return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; }
+
+// The largest workspace any algorithm of the direction asks for under the current math type
+// (those that do not apply answer an error and are skipped), at most kConvWorkspaceCap.
+template <class Algo, class Workspace>
+size_t largest_workspace(Workspace workspace) {
+  size_t most = 0;
+  for (int a = 0; a < algo_count(Algo{}); ++a) {
+    size_t bytes = 0;
+    if (workspace(static_cast<Algo>(a), &bytes) == CUDNN_STATUS_SUCCESS)
+      most = std::max(most, bytes);
+  }
+  return std::min(most, kConvWorkspaceCap);
+}
+
 // One direction's algorithm: cuDNN ranks candidates under the dtype's math type (`rank(perf,
-// &n)`), pick_conv_algo chooses, and the workspace is sized under the pick's run_math (its own
-// math type; FMA for F32) (`workspace(algo, &bytes)`), which the convolution call then runs with.
-template <class Perf, class Rank, class Workspace>
-auto plan_algo(const KernelContext& ctx, ConvDesc& conv, const char* what, Rank rank,
+// &n)`: heuristics, or `find(perf, &n, workspace bytes)`: timed on the device under
+// --cudnn-benchmark, never while a CUDA graph is being captured), pick_conv_algo chooses, and the workspace is sized
+// under the pick's run_math (its own math type; FMA for F32) (`workspace(algo, &bytes)`), which
+// the convolution call then runs with.
+template <class Perf, class Rank, class Find, class Workspace>
+auto plan_algo(const KernelContext& ctx, ConvDesc& conv, const char* what, Rank rank, Find find,
                Workspace workspace) {
   Perf perf[kAlgoCandidates];
   int n = 0;
   conv.with_math(ranking_math(conv.dtype()));  // not the last pick's
-  CUDNN_CHECK(rank(perf, &n));
+  using Algo = decltype(perf[0].algo);
+  if (cudnn_benchmark() && !cuda_context(ctx).capturing())
+    CUDNN_CHECK(find(perf, &n, largest_workspace<Algo>(workspace)));
+  else
+    CUDNN_CHECK(rank(perf, &n));
   std::vector<ConvAlgoCandidate> c;
   for (int i = 0; i < n; ++i) c.push_back({perf[i].status, perf[i].mathType, perf[i].memory});
   const int i = pick_conv_algo(c, conv.dtype());
   if (i < 0) ctx.fail(cat("cuDNN has no ", what, " algorithm for this convolution"));
-  ConvAlgo<decltype(perf[0].algo)> a;
+  ConvAlgo<Algo> a;
   a.algo = perf[i].algo;
   a.math = run_math(conv.dtype(), perf[i].mathType);
   conv.with_math(a.math);
@@ -123,6 +175,12 @@ ConvAlgo<cudnnConvolutionFwdAlgo_t> forward_algo(const KernelContext& ctx, cudnn
         return cudnnGetConvolutionForwardAlgorithm_v7(h, x.get(), w.get(), conv.get(), y.get(),
                                                       kAlgoCandidates, n, perf);
       },
+      [&](cudnnConvolutionFwdAlgoPerf_t* perf, int* n, size_t ws_bytes) {
+        SearchBuffers s = search_buffers(ctx, x.bytes(), w.bytes(), y.bytes(), ws_bytes);
+        return cudnnFindConvolutionForwardAlgorithmEx(
+            h, x.get(), s.a.raw_data(), w.get(), s.b.raw_data(), conv.get(), y.get(),
+            s.out.raw_data(), kAlgoCandidates, n, perf, s.ws.raw_data(), s.ws_bytes);
+      },
       [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
         return cudnnGetConvolutionForwardWorkspaceSize(h, x.get(), w.get(), conv.get(), y.get(),
                                                        algo, bytes);
@@ -140,6 +198,12 @@ ConvAlgo<cudnnConvolutionBwdDataAlgo_t> backward_data_algo(const KernelContext& 
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w.get(), dy.get(), conv.get(),
                                                            dx.get(), kAlgoCandidates, n, perf);
       },
+      [&](cudnnConvolutionBwdDataAlgoPerf_t* perf, int* n, size_t ws_bytes) {
+        SearchBuffers s = search_buffers(ctx, w.bytes(), dy.bytes(), dx.bytes(), ws_bytes);
+        return cudnnFindConvolutionBackwardDataAlgorithmEx(
+            h, w.get(), s.a.raw_data(), dy.get(), s.b.raw_data(), conv.get(), dx.get(),
+            s.out.raw_data(), kAlgoCandidates, n, perf, s.ws.raw_data(), s.ws_bytes);
+      },
       [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, w.get(), dy.get(), conv.get(),
                                                             dx.get(), algo, bytes);
@@ -156,6 +220,12 @@ ConvAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algo(const KernelConte
       [&](cudnnConvolutionBwdFilterAlgoPerf_t* perf, int* n) {
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x.get(), dy.get(), conv.get(),
                                                              dw.get(), kAlgoCandidates, n, perf);
+      },
+      [&](cudnnConvolutionBwdFilterAlgoPerf_t* perf, int* n, size_t ws_bytes) {
+        SearchBuffers s = search_buffers(ctx, x.bytes(), dy.bytes(), dw.bytes(), ws_bytes);
+        return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            h, x.get(), s.a.raw_data(), dy.get(), s.b.raw_data(), conv.get(), dw.get(),
+            s.out.raw_data(), kAlgoCandidates, n, perf, s.ws.raw_data(), s.ws_bytes);
       },
       [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x.get(), dy.get(), conv.get(),

@@ -30,9 +30,11 @@ class TensorDesc {
   // Packed NCHW strides.
   void set(DType t, const Shape& shape);
   cudnnTensorDescriptor_t get() const { return d_; }
+  size_t bytes() const { return bytes_; }  // of the packed tensor it describes
 
  private:
   cudnnTensorDescriptor_t d_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 class FilterDesc {
@@ -43,9 +45,11 @@ class FilterDesc {
   FilterDesc& operator=(const FilterDesc&) = delete;
   void set(DType t, const Shape& shape);
   cudnnFilterDescriptor_t get() const { return d_; }
+  size_t bytes() const { return bytes_; }
 
  private:
   cudnnFilterDescriptor_t d_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // The math type a convolution's algorithms are ranked with: F32 without TF32 (FMA), F16/BF16

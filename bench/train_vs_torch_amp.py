@@ -2,7 +2,8 @@
 """Training throughput: onnx-amp-train FP32 / FP16 vs PyTorch FP32 / AMP, same machine and models.
 
     python3 bench/train_vs_torch_amp.py [--bin build/bench/oat_train_step] [--device cuda|cpu]
-        [--models mlp,resnet18-cifar,resnet18,transformer,lstm] [--batch 64 | --batch mlp=256,...]
+        [--models mlp,resnet18-cifar,resnet18,transformer,lstm,mlp-wide,transformer-base]
+        [--batch 64 | --batch mlp=256,...]
         [--low fp16|bf16] [--warmup 10] [--steps 50] [--rounds 1] [--threads T] [--lr 1e-3]
         [--tf32] [--cudnn-benchmark] [--json FILE] [--markdown FILE] [--timeout S]
         [--torch-blas DIR] [--ours-args '--cuda-graph 0']
@@ -69,10 +70,10 @@ from zoo_torch import SHAPES, zoo_input_shape, zoo_model  # noqa: E402
 DEFAULT_BATCH = {
     # CUDA: large enough to be worth a GPU, small enough for ResNet-18 at 224 in ~16 GB.
     "cuda": {"mlp": 256, "lenet5": 256, "resnet18-cifar": 128, "resnet18": 64, "transformer": 128,
-             "lstm": 128},
+             "lstm": 128, "mlp-wide": 1024, "transformer-base": 64},
     # CPU: a few seconds per model on 2 cores.
     "cpu": {"mlp": 64, "lenet5": 64, "resnet18-cifar": 16, "resnet18": 2, "transformer": 32,
-            "lstm": 32},
+            "lstm": 32, "mlp-wide": 32, "transformer-base": 2},
 }
 LOW = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -262,7 +263,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bench", "oat_train_step"))
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--models", default="mlp,resnet18-cifar,resnet18,transformer,lstm")
+    p.add_argument("--models", default="mlp,resnet18-cifar,resnet18,transformer,lstm,mlp-wide,"
+                                        "transformer-base")
     p.add_argument("--batch", default="", help="N for every model, or NAME=N,...")
     p.add_argument("--low", choices=sorted(LOW), default="fp16")
     p.add_argument("--lr", type=float, default=1e-3)

@@ -21,6 +21,8 @@ SHAPES = {
     "resnet18-cifar": ((3, 32, 32), 10),
     "transformer": ((28, 28), 10),
     "lstm": ((28, 28), 10),
+    "mlp-wide": ((1, 28, 28), 10),
+    "transformer-base": ((128, 768), 10),
 }
 
 
@@ -73,6 +75,11 @@ def zoo_model(name):
         return torchvision.models.resnet18(num_classes=SHAPES[name][1])
     if name == "transformer":
         return Transformer()
+    if name == "mlp-wide":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 4096), nn.ReLU(), nn.Linear(4096, 4096),
+                             nn.ReLU(), nn.Linear(4096, 10))
+    if name == "transformer-base":
+        return Transformer(seq_len=128, d_in=768, d_model=768, heads=12, layers=2, ff=3072)
     if name == "lstm":
         return Lstm()
     raise SystemExit(f"no PyTorch twin for zoo model '{name}' (known: {', '.join(SHAPES)})")

@@ -298,8 +298,13 @@ TrainCommands::TrainCommands(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
 
   zoo_ = app.add_subcommand(
-      "zoo", "Write a model of the zoo (mlp, lenet5, resnet18, resnet18-cifar, transformer, lstm) as ONNX");
-  zoo_->add_option("name", z_.name, "mlp | lenet5 | resnet18 | resnet18-cifar | transformer")->required();
+      "zoo",
+      "Write a model of the zoo (mlp, lenet5, resnet18, resnet18-cifar, transformer, lstm, and "
+      "the GEMM-heavy benchmark models mlp-wide, transformer-base) as ONNX");
+  zoo_->add_option("name", z_.name,
+                   "mlp | lenet5 | resnet18 | resnet18-cifar | transformer | lstm | mlp-wide | "
+                   "transformer-base")
+      ->required();
   zoo_->add_option("-o,--output", z_.out, "Output .onnx file")->required();
   zoo_->add_option("--seed", z_.seed, "Initialisation seed");
 }

@@ -264,13 +264,19 @@ std::string encoder_layer(ZooBuilder& b, const std::string& p, const std::string
 
 }  // namespace
 
-Graph mlp(uint64_t seed) {
+Graph mlp(uint64_t seed, const MlpOptions& o) {
+  for (int64_t h : o.hidden)
+    if (h < 1) throw Error(cat("mlp: hidden width ", h, " must be positive"));
   ZooBuilder b(seed);
   b.input("input", image_dims());
   std::string x = b.node("Flatten", "flatten", {"input"}, {{"axis", ZooBuilder::ints_attr(1)}});
-  x = b.node("Relu", "relu1", {b.linear("fc1", x, 784, 256)});
-  x = b.node("Relu", "relu2", {b.linear("fc2", x, 256, 128)});
-  b.linear("fc3", x, 128, 10, "logits");
+  int64_t width = 784;
+  for (size_t i = 0; i < o.hidden.size(); ++i) {
+    const std::string k = std::to_string(i + 1);
+    x = b.node("Relu", "relu" + k, {b.linear("fc" + k, x, width, o.hidden[i])});
+    width = o.hidden[i];
+  }
+  b.linear("fc" + std::to_string(o.hidden.size() + 1), x, width, 10, "logits");
   b.output("logits", logits_dims());
   Graph g = b.take();
   g.name = "mlp";
@@ -408,7 +414,8 @@ Graph lstm(uint64_t seed, const LstmOptions& o) {
 }
 
 std::vector<std::string> zoo_names() {
-  return {"mlp", "lenet5", "resnet18", "resnet18-cifar", "transformer", "lstm"};
+  return {"mlp",  "lenet5", "resnet18",         "resnet18-cifar",
+          "transformer", "lstm",   "mlp-wide", "transformer-base"};
 }
 
 Graph zoo_model(const std::string& name, uint64_t seed) {
@@ -422,6 +429,21 @@ Graph zoo_model(const std::string& name, uint64_t seed) {
     return resnet18(seed, o);
   }
   if (name == "transformer") return transformer(seed, TransformerOptions{});
+  if (name == "mlp-wide") {
+    MlpOptions o;
+    o.hidden = {4096, 4096};
+    return mlp(seed, o);
+  }
+  if (name == "transformer-base") {
+    TransformerOptions o;
+    o.seq_len = 128;
+    o.d_in = 768;
+    o.d_model = 768;
+    o.heads = 12;
+    o.ff = 3072;
+    o.layers = 2;
+    return transformer(seed, o);
+  }
   if (name == "lstm") return lstm(seed, LstmOptions{});
   std::string all;
   for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;

@@ -14,8 +14,12 @@
 namespace oat::models {
 
 // MLP for 1×28×28 images: Flatten → Linear(784, 256) → ReLU → Linear(256, 128) → ReLU →
-// Linear(128, 10). Input "input" [batch, 1, 28, 28] float, output "logits" [batch, 10].
-Graph mlp(uint64_t seed = 0);
+// Linear(128, 10) (fc1, relu1, fc2, relu2, fc3); `hidden` sets the hidden widths (one Linear +
+// ReLU each). Input "input" [batch, 1, 28, 28] float, output "logits" [batch, 10].
+struct MlpOptions {
+  std::vector<int64_t> hidden = {256, 128};
+};
+Graph mlp(uint64_t seed = 0, const MlpOptions& options = {});
 
 // LeNet-5 for 1×28×28 images: Conv(1→6, 5×5, pad 2) → ReLU → MaxPool 2 → Conv(6→16, 5×5) →
 // ReLU → MaxPool 2 → Flatten → Linear(400, 120) → ReLU → Linear(120, 84) → ReLU →
@@ -81,7 +85,9 @@ Graph lstm(uint64_t seed = 0, const LstmOptions& options = {});
 
 // The names `zoo_model` accepts: mlp, lenet5, resnet18 (3×224×224, 1000 classes),
 // resnet18-cifar (3×32×32, 10 classes), transformer (28×28 as 28 tokens, 10 classes), lstm
-// (28×28 as 28 steps, 10 classes).
+// (28×28 as 28 steps, 10 classes), and two GEMM-heavy models for benchmarks (where FP16 tensor
+// cores pay): mlp-wide (hidden 4096, 4096: 20M parameters) and transformer-base (BERT-base
+// widths: 128 tokens of 768, d_model 768, 12 heads, ff 3072, 2 layers: 14M parameters).
 std::vector<std::string> zoo_names();
 // The model by name; throws Error listing the names for an unknown one.
 Graph zoo_model(const std::string& name, uint64_t seed = 0);

@@ -1,7 +1,8 @@
 // oat_cuda_ops: the time of single CUDA kernels at the shapes the benchmark models give them —
 // the reductions (bias gradients, a conv's dB, scalar sums), LayerNormGrad's column sums,
-// softmax rows, broadcasting elementwise ops and a transpose, and the device generators
-// (Dropout, RandomNormalLike) — in F32 and F16.
+// softmax rows, broadcasting elementwise ops and a transpose, the packed elementwise kernels
+// (activations, Cast, BatchNorm), and the device generators (Dropout, RandomNormalLike) — in F32
+// and F16.
 //
 //   oat_cuda_ops [--repeat R] [--filter TEXT] [--small]
 //
@@ -33,7 +34,8 @@ using Clock = std::chrono::steady_clock;
 struct Input {
   Shape shape;                 // a float input in the case's dtype (uploaded)
   std::vector<int64_t> ints;   // or, when not empty, an int64 host input with these values
-  bool keep_f32 = false;       // a float input that stays F32 (Dropout's ratio)
+  bool keep_f32 = false;       // a float input that stays F32: Dropout's ratio (no shape: the
+                               // scalar 0.1), BatchNorm's scale/bias/mean/var (positive values)
   bool scalar_bool = false;    // Dropout's training_mode
 };
 
@@ -79,6 +81,20 @@ std::vector<Case> cases(bool small) {
   v.push_back({"Mul [64,64,56,56] * [64,1,1]", "Mul", 14, {}, {f({64 / d, 64, 56, 56}), f({64, 1, 1})}});
   v.push_back({"Transpose [64,128,12,64] perm 0,2,1,3", "Transpose", 13,
                {{"perm", ints_attribute({0, 2, 1, 3})}}, {f({64 / d, 128, 12, 64})}});
+  // 16-byte packs (vector_map.cuh): activations and their gradients, a cast, BatchNorm's
+  // normalisation (training: statistics, then the packed apply) and its gradient.
+  auto f32 = [](Shape sh) { return Input{std::move(sh), {}, true, false}; };
+  v.push_back({"Relu [64,64,56,56]", "Relu", 14, {}, {f({64 / d, 64, 56, 56})}});
+  v.push_back({"ReluGrad [64,64,56,56]", "ReluGrad", 1, {},
+               {f({64 / d, 64, 56, 56}), f({64 / d, 64, 56, 56})}});
+  v.push_back({"Cast [8192, 1024] to float32", "Cast", 13, {{"to", int_attribute(1)}},
+               {f({8192 / d, 1024})}});
+  v.push_back({"BatchNormalization training [64,64,56,56]", "BatchNormalization", 15,
+               {{"training_mode", int_attribute(1)}},
+               {f({64 / d, 64, 56, 56}), f32({64}), f32({64}), f32({64}), f32({64})}, 3});
+  v.push_back({"BatchNormalizationGrad [64,64,56,56]", "BatchNormalizationGrad", 1,
+               {{"training_mode", int_attribute(1)}},
+               {f({64 / d, 64, 56, 56}), f({64 / d, 64, 56, 56}), f32({64})}, 3});
   // Device generators (no seed: Philox on the device).
   v.push_back({"Dropout training [64,128,768]", "Dropout", 13, {},
                {f({64 / d, 128, 768}), Input{{}, {}, true, false}, Input{{}, {}, false, true}}, 2});
@@ -131,16 +147,17 @@ int main(int argc, char** argv) {
             host = Tensor::from_vector<int64_t>({static_cast<int64_t>(in.ints.size())}, in.ints);
           } else if (in.scalar_bool) {
             host = Tensor::scalar<bool>(true);
-          } else if (in.keep_f32) {
+          } else if (in.keep_f32 && in.shape.empty()) {
             host = Tensor::scalar<float>(0.1f);
           } else {
             Tensor t(DType::F32, in.shape);
             for (int64_t e = 0; e < t.numel(); ++e) {
               seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-              t.data<float>()[e] = static_cast<float>((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+              const float u = static_cast<float>((seed >> 40) & 0xffff) / 65536.0f;  // [0, 1)
+              t.data<float>()[e] = in.keep_f32 ? 0.5f + u : u - 0.5f;  // F32: positive
             }
-            host = cast_tensor(t, dt);
-            Tensor dev(dt, in.shape, Device::CUDA);
+            host = in.keep_f32 ? t : cast_tensor(t, dt);
+            Tensor dev(host.dtype(), in.shape, Device::CUDA);
             cuda::copy_bytes(dev.raw_data(), true, host.raw_data(), false, host.nbytes());
             bytes += static_cast<double>(host.nbytes());
             host = dev;

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/cuda/check.h"
@@ -9,14 +10,26 @@ namespace oat::cuda {
 
 namespace {
 
+// Element e of Y [outer, count, inner] is (o, j, i): two divisions, by multiply and shift
+// (IndexDivider) when e < 2^31 (`narrow`), else 64-bit.
 template <class W, class I>
 __global__ void gather_kernel(const W* x, const I* idx, W* y, int64_t outer, int64_t axis_dim,
-                              int64_t inner, int64_t count, int* bad) {
+                              int64_t inner, int64_t count, int* bad, bool narrow,
+                              IndexDivider by_inner, IndexDivider by_count) {
   const int64_t n = outer * count * inner;
   OAT_GRID_STRIDE_LOOP(e, n) {
-    const int64_t i = e % inner;
-    const int64_t j = (e / inner) % count;
-    const int64_t o = e / (inner * count);
+    int64_t i, j, o;
+    if (narrow) {
+      const uint32_t e32 = static_cast<uint32_t>(e), q = by_inner.div(e32), r = by_count.div(q);
+      i = e32 - q * by_inner.divisor;
+      j = q - r * by_count.divisor;
+      o = r;
+    } else {
+      const int64_t q = e / inner;
+      i = e - q * inner;
+      o = q / count;
+      j = q - o * count;
+    }
     int64_t k = static_cast<int64_t>(idx[j]);
     if (k < 0) k += axis_dim;
     if (k < 0 || k >= axis_dim) {
@@ -162,16 +175,21 @@ void launch_gather(int elem_bytes, const void* x, const void* indices, bool indi
                    cudaStream_t s) {
   const int64_t n = outer * count * inner;
   if (n == 0) return;
+  const bool narrow = n <= INT32_MAX;
+  const IndexDivider by_inner =
+      narrow ? IndexDivider(static_cast<uint32_t>(inner)) : IndexDivider();
+  const IndexDivider by_count =
+      narrow ? IndexDivider(static_cast<uint32_t>(count)) : IndexDivider();
   auto go = [&](auto word) {
     using W = decltype(word);
     if (indices_i64)
       gather_kernel<W, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
           static_cast<const W*>(x), static_cast<const int64_t*>(indices), static_cast<W*>(y),
-          outer, axis_dim, inner, count, bad);
+          outer, axis_dim, inner, count, bad, narrow, by_inner, by_count);
     else
       gather_kernel<W, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
           static_cast<const W*>(x), static_cast<const int32_t*>(indices), static_cast<W*>(y),
-          outer, axis_dim, inner, count, bad);
+          outer, axis_dim, inner, count, bad, narrow, by_inner, by_count);
   };
   switch (elem_bytes) {
     case 1: go(uint8_t{}); break;

@@ -58,3 +58,23 @@ TEST_CASE("check --device cuda passes on the zoo transformer (fp32 and fp16)") {
     CHECK(r.out.find("0 failing") != std::string::npos);
   }
 }
+
+// --cudnn-benchmark: the device commands take it (the convolutions' algorithms then come from a
+// timed search), inspect does not; on LeNet-5 `check --device cuda` still passes with it.
+TEST_CASE("--cudnn-benchmark: check --device cuda passes on the zoo LeNet-5 with it") {
+  TempDir dir;
+  const std::string model = dir / "lenet5.onnx";
+  REQUIRE(run_cli({"zoo", "lenet5", "-o", model}, dir).status == 0);
+  const CliResult r = run_cli(
+      {"check", model, "--device", "cuda", "--precision", "fp16", "--cudnn-benchmark"}, dir);
+  if (cuda::device_count() == 0) {
+    CHECK(r.status == 1);
+    CHECK(r.err.find("no CUDA device") != std::string::npos);
+  } else {
+    CHECK(r.status == 0);
+    CHECK(r.out.find("0 failing") != std::string::npos);
+  }
+  const CliResult bad = run_cli({"inspect", model, "--cudnn-benchmark"}, dir);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--cudnn-benchmark") != std::string::npos);
+}

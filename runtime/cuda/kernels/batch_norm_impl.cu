@@ -75,34 +75,41 @@ __global__ void bn_merge_stats_kernel(const float* part, float* mean, float* var
   }
 }
 
-// Y = (X − mean[c])·a + bias[c], a = scale[c]/√(var[c] + ε). Packed (S a multiple of the pack
-// width and X, Y aligned, vector_map.cuh): a pack of V elements lies in one channel plane, so the
-// channel and its coefficients are found once per pack; the same arithmetic per element.
+// Y = (X − mean[c])·a + bias[c], a = scale[c]/√(var[c] + ε). Packed (X, Y aligned,
+// vector_map.cuh): V elements per load and store; where the plane S is a multiple of V a pack
+// lies in one channel, whose coefficients are then found once per pack, else per element. The
+// n % V elements after the last pack go to the grid's first threads. Same arithmetic per element.
 template <class T, class I>
 __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float* var,
                                 const float* scale, const float* bias, float eps,
                                 ChannelShape sh, bool packed) {
   constexpr int V = pack_elems<T>();
   const int64_t n = sh.N * sh.C * sh.S;
-  auto element = [&](float v, int64_t c, float a, int64_t pc) {
-    return from_float<T>((v - mean[c]) * a + bias[pc]);
-  };
-  if (packed) {
-    OAT_GRID_STRIDE_LOOP(p, n / V) {
-      const int64_t c = channel_of<I>(p * V, sh), pc = param_index(c, sh);
-      const float a = scale[pc] * rsqrtf(var[c] + eps);
-      const Pack<T, V> in = load_pack<V>(x, p);
-      Pack<T, V> out;
-      for (int k = 0; k < V; ++k) out.v[k] = element(to_float(in.v[k]), c, a, pc);
-      store_pack<V>(y, p, out);
-    }
-    return;
-  }
-  OAT_GRID_STRIDE_LOOP(i, n) {
+  auto at = [&](int64_t i, float v) {  // element i with value v
     const int64_t c = channel_of<I>(i, sh), pc = param_index(c, sh);
     const float a = scale[pc] * rsqrtf(var[c] + eps);
-    y[i] = element(to_float(x[i]), c, a, pc);
+    return from_float<T>((v - mean[c]) * a + bias[pc]);
+  };
+  if (!packed) {
+    OAT_GRID_STRIDE_LOOP(i, n) { y[i] = at(i, to_float(x[i])); }
+    return;
   }
+  const bool one_channel = sh.S % V == 0;
+  OAT_GRID_STRIDE_LOOP(p, n / V) {
+    const Pack<T, V> in = load_pack<V>(x, p);
+    Pack<T, V> out;
+    if (one_channel) {
+      const int64_t c = channel_of<I>(p * V, sh), pc = param_index(c, sh);
+      const float a = scale[pc] * rsqrtf(var[c] + eps);
+      for (int k = 0; k < V; ++k)
+        out.v[k] = from_float<T>((to_float(in.v[k]) - mean[c]) * a + bias[pc]);
+    } else {
+      for (int k = 0; k < V; ++k) out.v[k] = at(p * V + k, to_float(in.v[k]));
+    }
+    store_pack<V>(y, p, out);
+  }
+  const int64_t i = n / V * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = at(i, to_float(x[i]));
 }
 
 __global__ void blend_kernel(const float* p, const float* q, float* out, float a, int64_t n) {
@@ -166,34 +173,40 @@ __global__ void bn_grad_dx_kernel(const T* dy, const T* x, const float* mean, co
     }
     return from_float<T>(sc * inv * v);
   };
-  if (packed) {
-    OAT_GRID_STRIDE_LOOP(p, n / V) {
-      const int64_t c = channel_of<I>(p * V, sh);
-      const float inv = rsqrtf(var[c] + eps), sc = scale[param_index(c, sh)];
-      const Pack<T, V> g = load_pack<V>(dy, p);
-      Pack<T, V> xs = g;  // X is read in training only
-      if (training) xs = load_pack<V>(x, p);
-      Pack<T, V> out;
-      for (int k = 0; k < V; ++k)
-        out.v[k] = element(to_float(g.v[k]), to_float(xs.v[k]), c, inv, sc);
-      store_pack<V>(dx, p, out);
+  auto at = [&](int64_t i, float g, float xv) {  // element i
+    const int64_t c = channel_of<I>(i, sh);
+    return element(g, xv, c, rsqrtf(var[c] + eps), scale[param_index(c, sh)]);
+  };
+  if (!packed) {
+    OAT_GRID_STRIDE_LOOP(i, n) {
+      dx[i] = at(i, to_float(dy[i]), training ? to_float(x[i]) : 0.f);
     }
     return;
   }
-  OAT_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = channel_of<I>(i, sh);
-    const float inv = rsqrtf(var[c] + eps);
-    dx[i] = element(to_float(dy[i]), training ? to_float(x[i]) : 0.f, c, inv,
-                    scale[param_index(c, sh)]);
+  const bool one_channel = sh.S % V == 0;
+  OAT_GRID_STRIDE_LOOP(p, n / V) {
+    const Pack<T, V> g = load_pack<V>(dy, p);
+    Pack<T, V> xs = g;  // X is read in training only
+    if (training) xs = load_pack<V>(x, p);
+    Pack<T, V> out;
+    if (one_channel) {
+      const int64_t c = channel_of<I>(p * V, sh);
+      const float inv = rsqrtf(var[c] + eps), sc = scale[param_index(c, sh)];
+      for (int k = 0; k < V; ++k)
+        out.v[k] = element(to_float(g.v[k]), to_float(xs.v[k]), c, inv, sc);
+    } else {
+      for (int k = 0; k < V; ++k) out.v[k] = at(p * V + k, to_float(g.v[k]), to_float(xs.v[k]));
+    }
+    store_pack<V>(dx, p, out);
   }
+  const int64_t i = n / V * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dx[i] = at(i, to_float(dy[i]), training ? to_float(x[i]) : 0.f);
 }
 
-// Whether the elementwise BatchNorm kernels take packs: every pack in one channel plane, and
-// the pointers aligned.
+// Whether the elementwise BatchNorm kernels take packs: the pointers aligned to them.
 template <class T, class... P>
-bool bn_packed(const ChannelShape& sh, const P*... p) {
-  constexpr int V = pack_elems<T>();
-  return sh.S % V == 0 && packs_aligned<V>(p...);
+bool bn_packed(const P*... p) {
+  return packs_aligned<pack_elems<T>()>(p...);
 }
 
 int threads_for(int64_t m) { return m >= 1024 ? 256 : (m >= 128 ? 128 : 32); }
@@ -241,7 +254,7 @@ void launch_bn_apply(ElemType t, const void* x, void* y, const float* mean, cons
     using I = decltype(itag);
     const T* px = static_cast<const T*>(x);
     T* py = static_cast<T*>(y);
-    const bool packed = bn_packed<T>(sh, px, py);
+    const bool packed = bn_packed<T>(px, py);
     bn_apply_kernel<T, I><<<map_blocks(packed, pack_elems<T>(), n), kThreads, 0, s>>>(
         px, py, mean, var, scale, bias, eps, sh, packed);
   });
@@ -283,7 +296,7 @@ void launch_bn_grad_dx(ElemType t, const void* dy, const void* x, const float* m
     const T* pdy = static_cast<const T*>(dy);
     const T* px = static_cast<const T*>(x);
     T* pdx = static_cast<T*>(dx);
-    const bool packed = bn_packed<T>(sh, pdy, pdx) && (!training || bn_packed<T>(sh, px));
+    const bool packed = bn_packed<T>(pdy, pdx) && (!training || bn_packed<T>(px));
     bn_grad_dx_kernel<T, I><<<map_blocks(packed, pack_elems<T>(), n), kThreads, 0, s>>>(
         pdy, px, mean, var, scale, sum_dy, sum_dyxh, training, eps, pdx, sh, packed);
   });

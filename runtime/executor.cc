@@ -176,7 +176,8 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   if (device_ctx_) device_constants_.resize(slots_.size());
 
   // Liveness: the last step reading each slot releases it, unless it is an output or constant.
-  std::vector<int> last_use(slots_.size(), -1);
+  std::vector<int>& last_use = last_use_;
+  last_use.assign(slots_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i)
     for (int s : steps_[i].in)
       if (s >= 0) last_use[s] = static_cast<int>(i);
@@ -243,14 +244,18 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
 }
 
 std::map<std::string, Tensor> Executor::run_resident(const std::map<std::string, Tensor>& feeds,
-                                                     const std::vector<std::string>& fetch) {
-  return run_impl(feeds, fetch, false);
+                                                     const std::vector<std::string>& fetch,
+                                                     const std::set<std::string>& donated) {
+  return run_impl(feeds, fetch, false, donated);
 }
 
 std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Tensor>& feeds,
                                                  const std::vector<std::string>& fetch,
-                                                 bool to_host_outputs) {
+                                                 bool to_host_outputs,
+                                                 const std::set<std::string>& donated) {
   validate_feeds(feeds);
+  for (const auto& name : donated)
+    if (!feeds.count(name)) throw Error(cat("donated value '", name, "' is not fed"));
   for (const auto& [name, t] : feeds)
     if (t.defined() && t.device() != Device::CPU && t.device() != options_.device)
       throw Error(cat("input '", name, "' is on ", device_name(t.device()), ", this executor runs on ",
@@ -281,6 +286,21 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
   }
   std::set<int> fetch_slots;
   for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
+  // Donated feeds a step may write in place: those it reads last, neither fetched nor a graph
+  // output, nor sharing their storage with another value of the run.
+  std::vector<char> donated_slot(values.size(), 0);
+  if (!donated.empty()) {
+    std::unordered_map<const Storage*, int> sharing;
+    for (const Tensor& t : values)
+      if (t.storage()) ++sharing[t.storage().get()];
+    for (const auto& n : donated) {
+      const int slot = slot_of(n);
+      const Tensor& t = values[static_cast<size_t>(slot)];
+      if (t.storage() && sharing[t.storage().get()] == 1 && !fetch_slots.count(slot) &&
+          std::find(output_slots_.begin(), output_slots_.end(), slot) == output_slots_.end())
+        donated_slot[static_cast<size_t>(slot)] = 1;
+    }
+  }
 
   // peak_bytes(): computed values held, by storage (outputs may share one, or share a feed's).
   std::unordered_set<const Storage*> external;
@@ -295,7 +315,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
   };
 
   std::vector<const Tensor*> in;
-  for (Step& s : steps_) {
+  for (size_t step = 0; step < steps_.size(); ++step) {
+    Step& s = steps_[step];
     const Node& node = *s.node;
     in.clear();
     for (int slot : s.in) {
@@ -338,7 +359,18 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       cache.emplace_back(key, registry_->create(node, where, key));
       kernel = cache.back().second.get();
     }
-    KernelContext ctx(node, in, &outs, where, where == Device::CPU ? nullptr : dc);
+    std::vector<bool> donated_in;
+    if (!donated.empty())
+      for (size_t k = 0; k < s.in.size(); ++k) {
+        const int slot = s.in[k];
+        const bool last = slot >= 0 && donated_slot[static_cast<size_t>(slot)] &&
+                          in[k] == &values[slot] &&  // not a staged copy
+                          last_use_[static_cast<size_t>(slot)] == static_cast<int>(step) &&
+                          std::count(s.in.begin(), s.in.end(), slot) == 1;
+        donated_in.push_back(last);
+      }
+    KernelContext ctx(node, in, &outs, where, where == Device::CPU ? nullptr : dc,
+                      std::move(donated_in));
     // A node of a composite's expansion is named through the composite, the node the model has:
     // "node 'scat' (ScatterND), in its expansion: node 'scat/rows' (GatherGrad, ...): ...".
     auto in_composite = [&](const std::string& msg) {

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,13 @@ class Executor {
   // As run(feeds, fetch), but the fetched values stay where they were computed (device tensors
   // on a device executor: nothing is downloaded and the host does not wait for the device).
   // Feeds may be device tensors of this executor's device (the Trainer keeps its state there).
+  // `donated` names feeds the caller gives away (JAX's donate_argnums): a kernel that can
+  // compute in place (the optimizer updates) may write its output into a donated feed's storage
+  // where no later node reads that feed and it is not fetched, so the feed's tensor then holds
+  // the new value (the Trainer donates the state its update nodes replace).
   std::map<std::string, Tensor> run_resident(const std::map<std::string, Tensor>& feeds,
-                                             const std::vector<std::string>& fetch);
+                                             const std::vector<std::string>& fetch,
+                                             const std::set<std::string>& donated = {});
 
   // The device state (stream, handles, capture) of a device executor; nullptr on the CPU.
   DeviceContext* device_context() const { return device_ctx_.get(); }
@@ -72,7 +78,8 @@ class Executor {
   struct Step;
   int slot_of(const std::string& name) const;
   std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& feeds,
-                                         const std::vector<std::string>& fetch, bool to_host);
+                                         const std::vector<std::string>& fetch, bool to_host,
+                                         const std::set<std::string>& donated = {});
 
   // Expansion node name -> its composite (Einsum, LSTM, ScatterND, ...), for errors: a failing
   // expansion node is reported as its composite, the node the user's model has.
@@ -88,6 +95,7 @@ class Executor {
   std::vector<Step> steps_;
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
+  std::vector<int> last_use_;  // by slot: the last step reading it (-1: none)
   NodeObserver observer_;
   std::vector<char> counted_;  // by slot: whether peak_bytes() counts the value (empty = all)
   size_t peak_bytes_ = 0;

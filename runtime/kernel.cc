@@ -16,6 +16,12 @@ Tensor& KernelContext::allocate_output(int i, DType dtype, Shape shape) {
   return (*outputs_)[static_cast<size_t>(i)];
 }
 
+Tensor& KernelContext::reuse_input(int i, int o) {
+  if (!input_donated(i)) fail(cat("input ", i, " was not donated; it cannot become output ", o));
+  set_output(o, input(i));
+  return (*outputs_)[static_cast<size_t>(o)];
+}
+
 void KernelContext::set_output(int i, Tensor t) {
   if (i >= num_outputs()) fail(cat("kernel wrote output ", i, " but the node has ", num_outputs()));
   (*outputs_)[static_cast<size_t>(i)] = std::move(t);

@@ -93,12 +93,14 @@ std::unique_ptr<DeviceContext> make_device_context(Device device);
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs,
-                Device device, DeviceContext* device_context = nullptr)
+                Device device, DeviceContext* device_context = nullptr,
+                std::vector<bool> donated = {})
       : node_(node),
         inputs_(std::move(inputs)),
         outputs_(outputs),
         device_(device),
-        device_context_(device_context) {}
+        device_context_(device_context),
+        donated_(std::move(donated)) {}
 
   const Node& node() const { return node_; }
   Device device() const { return device_; }
@@ -123,6 +125,14 @@ class KernelContext {
   Tensor& allocate_output(int i, DType dtype, Shape shape);
   // Sets output i to an existing tensor (views: Reshape, Identity, Squeeze share storage).
   void set_output(int i, Tensor t);
+  // Whether input i was donated by the caller of the run (Executor::run_resident's `donated`)
+  // and no later node reads it: its storage may then become an output's, written in place.
+  bool input_donated(int i) const {
+    return i < static_cast<int>(donated_.size()) && donated_[static_cast<size_t>(i)];
+  }
+  // Output o = donated input i (the same storage; the kernel then writes it in place, as the
+  // optimizer updates do with the parameter and its moments). Requires input_donated(i).
+  Tensor& reuse_input(int i, int o);
 
   // Throws Error("node 'x' (Op, opset N): <msg>").
   [[noreturn]] void fail(const std::string& msg) const;
@@ -133,6 +143,7 @@ class KernelContext {
   std::vector<Tensor>* outputs_;
   Device device_;
   DeviceContext* device_context_;
+  std::vector<bool> donated_;
 };
 
 class OpKernel {

@@ -18,6 +18,7 @@
 // something in the step needs the host (a value read back mid-step), capture fails with that
 // reason, the trainer keeps running eagerly and says so (cuda_graph_status(), the log).
 #include <iostream>
+#include <set>
 
 #include "train/trainer.h"
 #include "train/trainer_device.h"
@@ -87,8 +88,12 @@ std::map<std::string, Tensor> Trainer::run_device_graph(const Tensor& x, const T
   if (!tg_.inv_scale.empty()) feeds[tg_.inv_scale] = d.amp.inv_scale;
   std::vector<std::string> fetch = {tg_.loss};
   if (!tg_.found_inf.empty()) fetch.push_back(tg_.found_inf);
-  for (const auto& [name, next] : tg_.updates) fetch.push_back(next);
-  return exec_->run_resident(feeds, fetch);
+  std::set<std::string> donated;  // replaced by the step: updated in place where possible
+  for (const auto& [name, next] : tg_.updates) {
+    fetch.push_back(next);
+    donated.insert(name);
+  }
+  return exec_->run_resident(feeds, fetch, donated);
 }
 
 Trainer::PendingStep Trainer::device_step(const Batch& b, double lr) {

@@ -106,6 +106,16 @@ void unscale_and_check(KernelContext& ctx) {
                  found.data<bool>(), cc.stream());
 }
 
+// Output o of an update, shaped as the parameter p: input i's storage when the run donated it
+// (the Trainer's state: updated in place, no copy back), else a new tensor. The update kernels
+// read each element before writing it, so the same buffer may be read and written.
+Tensor& in_place(KernelContext& ctx, int i, int o, const Tensor& p) {
+  if (ctx.input_donated(i) && ctx.input(i).device() == Device::CUDA &&
+      ctx.input(i).dtype() == DType::F32 && ctx.input(i).shape() == p.shape())
+    return ctx.reuse_input(i, o);
+  return ctx.allocate_output(o, DType::F32, p.shape());
+}
+
 void sgd_update(KernelContext& ctx) {
   const Node& nd = ctx.node();
   SgdParams prm{};
@@ -124,9 +134,9 @@ void sgd_update(KernelContext& ctx) {
     if (v->shape() != p.shape()) ctx.fail("the velocity and the parameter differ in shape");
   }
   prm.lr = device_scalar<float>(ctx, 3, DType::F32, "the learning rate");
-  Tensor& po = ctx.allocate_output(0, DType::F32, p.shape());
+  Tensor& po = in_place(ctx, 0, 0, p);
   float* vo = nullptr;
-  if (prm.momentum != 0.f) vo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
+  if (prm.momentum != 0.f) vo = in_place(ctx, 2, 1, p).data<float>();
   else if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
   const auto [low, low_type] = working_copy(ctx, kSgdWorkingOutput, p);
   launch_sgd(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
@@ -161,9 +171,9 @@ void adam_update(KernelContext& ctx) {
   prm.eps = nd.attr_float("epsilon", 1e-8f);
   prm.weight_decay = static_cast<float>(lambda);
   prm.decoupled = decoupled;
-  float* po = ctx.allocate_output(0, DType::F32, p.shape()).data<float>();
-  float* mo = ctx.allocate_output(1, DType::F32, p.shape()).data<float>();
-  float* vo = ctx.allocate_output(2, DType::F32, p.shape()).data<float>();
+  float* po = in_place(ctx, 0, 0, p).data<float>();
+  float* mo = in_place(ctx, 2, 1, p).data<float>();
+  float* vo = in_place(ctx, 3, 2, p).data<float>();
   const auto [low, low_type] = working_copy(ctx, kAdamWorkingOutput, p);
   launch_adam(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
               m.data<float>(), v.data<float>(), po, mo, vo, low, low_type, p.numel(), prm,

@@ -85,11 +85,15 @@ __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float
                                 ChannelShape sh, bool packed) {
   constexpr int V = pack_elems<T>();
   const int64_t n = sh.N * sh.C * sh.S;
-  auto at = [&](int64_t i, float v) {  // element i with value v
-    const int64_t c = channel_of<I>(i, sh), pc = param_index(c, sh);
-    const float a = scale[pc] * rsqrtf(var[c] + eps);
-    return from_float<T>((v - mean[c]) * a + bias[pc]);
+  struct Affine {
+    float mu, a, b;
   };
+  auto affine = [&](int64_t c) {  // channel c's coefficients
+    const int64_t pc = param_index(c, sh);
+    return Affine{mean[c], scale[pc] * rsqrtf(var[c] + eps), bias[pc]};
+  };
+  auto apply = [](float v, const Affine& f) { return from_float<T>((v - f.mu) * f.a + f.b); };
+  auto at = [&](int64_t i, float v) { return apply(v, affine(channel_of<I>(i, sh))); };
   if (!packed) {
     OAT_GRID_STRIDE_LOOP(i, n) { y[i] = at(i, to_float(x[i])); }
     return;
@@ -99,10 +103,8 @@ __global__ void bn_apply_kernel(const T* x, T* y, const float* mean, const float
     const Pack<T, V> in = load_pack<V>(x, p);
     Pack<T, V> out;
     if (one_channel) {
-      const int64_t c = channel_of<I>(p * V, sh), pc = param_index(c, sh);
-      const float a = scale[pc] * rsqrtf(var[c] + eps);
-      for (int k = 0; k < V; ++k)
-        out.v[k] = from_float<T>((to_float(in.v[k]) - mean[c]) * a + bias[pc]);
+      const Affine f = affine(channel_of<I>(p * V, sh));
+      for (int k = 0; k < V; ++k) out.v[k] = apply(to_float(in.v[k]), f);
     } else {
       for (int k = 0; k < V; ++k) out.v[k] = at(p * V + k, to_float(in.v[k]));
     }

@@ -211,6 +211,8 @@ class DirectStep {
     for (const auto& [p, g] : tg_.grads) r.insert(g);
     for (const oat::Node& n : tg_.graph.nodes) {
       const bool optimizer = n.op == oat::OpId::AdamUpdate || n.op == oat::OpId::SGDUpdate ||
+                             n.op == oat::OpId::MultiAdamUpdate ||
+                             n.op == oat::OpId::MultiSGDUpdate ||
                              n.op == oat::OpId::UnscaleAndCheck || n.op == oat::OpId::GlobalNormClip;
       const bool weight_copy = n.op == oat::OpId::Cast && !n.inputs.empty() &&
                                tg_.graph.initializers.count(n.inputs[0]);

@@ -133,8 +133,9 @@ bool all_finite(const Tensor& t) {
 }
 
 bool is_optimizer(const Node& n) {
-  return n.op_type == "SGDUpdate" || n.op_type == "AdamUpdate" ||
-         n.op_type == "UnscaleAndCheck" || n.op_type == "GlobalNormClip";
+  return n.op_type == "SGDUpdate" || n.op_type == "AdamUpdate" || n.op_type == "MultiSGDUpdate" ||
+         n.op_type == "MultiAdamUpdate" || n.op_type == "UnscaleAndCheck" ||
+         n.op_type == "GlobalNormClip";
 }
 
 // The node's FP32 CPU kernel on the checked path's inputs of it, cast to FP32: its outputs.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/grad_type.h"
+#include "runtime/multi_update.h"
 #include "runtime/transpose_fold.h"
 #include "runtime/working_type.h"
 #include "train/autodiff/gradient_builder.h"
@@ -435,6 +436,90 @@ void keep_working_copies(TrainingGraph& tg, DType low) {
     throw Error(cat("internal: no optimizer update for parameter '", copy_of.begin()->first, "'"));
 }
 
+// Every parameter's SGDUpdate / AdamUpdate (one optimizer: same op, attributes and lr, step and
+// skip inputs) becomes one group of a MultiSGDUpdate / MultiAdamUpdate (runtime/multi_update.h)
+// at the place of the last of them, so everything each read is computed before it. W, the
+// working copy a group's W' replaces, comes from TrainingGraph::working.
+void merge_updates(TrainingGraph& tg) {
+  Graph& g = tg.graph;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op == OpId::SGDUpdate || g.nodes[i].op == OpId::AdamUpdate) at.push_back(i);
+  if (at.empty()) return;
+  std::map<std::string, std::string> copy_of;  // master -> its working copy
+  for (const auto& [copy, master] : tg.working) copy_of[master] = copy;
+  const Node& first = g.nodes[at[0]];
+  Node multi;
+  multi.op = first.op == OpId::SGDUpdate ? OpId::MultiSGDUpdate : OpId::MultiAdamUpdate;
+  multi.op_type = op_name(multi.op);
+  multi.domain = first.domain;
+  multi.opset = first.opset;
+  multi.name = first.op == OpId::SGDUpdate ? "optimizer.sgd" : "optimizer.adam";
+  const MultiUpdateLayout l = multi_update_layout(multi.op);
+  const size_t scalars_at = static_cast<size_t>(l.working_in);  // lr in the single node
+  std::vector<std::string> scalars(first.inputs.begin() + static_cast<long>(scalars_at),
+                                   first.inputs.end());
+  scalars.resize(static_cast<size_t>(l.scalars));  // skip "" when steps are not checked
+  // The optimizer's attributes (floats and ints), working_type aside: they must agree.
+  auto attrs_without_working = [](const std::map<std::string, Attribute>& a) {
+    std::map<std::string, std::pair<float, int64_t>> r;
+    for (const auto& [k, v] : a)
+      if (k != kWorkingTypeAttr) r[k] = {v.f, v.i};
+    return r;
+  };
+  for (size_t i : at) {
+    const Node& n = g.nodes[i];
+    std::vector<std::string> own(n.inputs.begin() + static_cast<long>(scalars_at), n.inputs.end());
+    own.resize(static_cast<size_t>(l.scalars));
+    if (n.op != first.op || own != scalars ||
+        attrs_without_working(n.attrs) != attrs_without_working(first.attrs))
+      throw Error(cat("internal: ", n.describe(), " and ", first.describe(),
+                      " are updates of different optimizers"));
+    for (const auto& [k, a] : n.attrs) multi.attrs[k] = a;
+    std::vector<std::string> group(n.inputs.begin(), n.inputs.begin() + static_cast<long>(scalars_at));
+    auto w = copy_of.find(n.inputs[0]);
+    group.push_back(w != copy_of.end() ? w->second : "");
+    multi.inputs.insert(multi.inputs.end(), group.begin(), group.end());
+    std::vector<std::string> outs = n.outputs;
+    outs.resize(static_cast<size_t>(l.out_group));
+    multi.outputs.insert(multi.outputs.end(), outs.begin(), outs.end());
+  }
+  multi.inputs.insert(multi.inputs.end(), scalars.begin(), scalars.end());
+  // The precision plan (one entry per node, in graph order) follows: the singles' FP32 entries
+  // become the multi node's.
+  if (!tg.plan.nodes.empty()) {
+    std::set<std::string> singles;
+    for (size_t i : at) singles.insert(g.nodes[i].name);
+    std::vector<convert::NodePrecision> entries;
+    size_t seen = 0;
+    for (convert::NodePrecision& np : tg.plan.nodes) {
+      if (!singles.count(np.node)) {
+        entries.push_back(std::move(np));
+        continue;
+      }
+      if (++seen < singles.size()) continue;
+      convert::NodePrecision m;
+      m.node = multi.name;
+      m.op_type = multi.op_type;
+      m.dtype = DType::F32;
+      m.reason = cat("optimizer: every parameter's ", op_name(first.op), " (", at.size(),
+                     ") in one node");
+      entries.push_back(std::move(m));
+    }
+    tg.plan.nodes = std::move(entries);
+  }
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size() - at.size() + 1);
+  for (size_t i = 0, k = 0; i < g.nodes.size(); ++i) {
+    if (k < at.size() && at[k] == i) {
+      if (++k == at.size()) nodes.push_back(multi);
+      continue;
+    }
+    nodes.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(nodes);
+}
+
 }  // namespace
 
 void refresh_working_copies(const TrainingGraph& tg, std::map<std::string, Tensor>& state) {
@@ -765,6 +850,7 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
     apply_mixed_precision(tg, options, bw, e.emitted());
     if (options.working_copies) keep_working_copies(tg, options.precision);
   }
+  if (options.multi_tensor_updates) merge_updates(tg);
   return tg;
 }
 

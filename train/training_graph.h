@@ -110,6 +110,10 @@ struct TrainingGraphOptions {
   // working_copies = false, Casts of the masters that run every step. Same numbers either way.
   DType precision = DType::F32;
   bool working_copies = true;
+  // Every parameter's SGDUpdate / AdamUpdate merged into one MultiSGDUpdate / MultiAdamUpdate
+  // (runtime/multi_update.h): one launch for the whole optimizer step on a device, the working
+  // copies written in place. Same numbers either way; false keeps one node per parameter.
+  bool multi_tensor_updates = true;
   std::string op_lists;                 // --op-lists FILE.json ("" = the default lists)
   std::vector<std::string> fp32_nodes;  // --fp32-nodes: forward nodes pinned FP32 (their gradients follow)
   std::vector<std::string> low_nodes;   // --fp16-nodes: forward nodes pinned to `precision`

@@ -457,6 +457,44 @@ void add_gradient_cases(std::vector<Case>& v) {
                4,
                {DType::F32},
                "skip, working copy"});
+  // Multi-tensor updates (runtime/multi_update.h): [P, G, V, W] / [P, G, M, V, W] per parameter,
+  // one launch on CUDA; sizes across the 4096-element chunks, an empty parameter, W given or not.
+  v.push_back({"MultiSGDUpdate",
+               1,
+               {{"momentum", attr_f(0.9f)}, {"weight_decay", attr_f(0.01f)}, {"working_type", attr_i(10)}},
+               {f32({40}), f32({40}), f32({40}), absent(),                       // parameter 1
+                f32({3, 3000}), f32({3, 3000}), f32({3, 3000}), f32({3, 3000}),  // 2 (W given)
+                f32({0}), f32({0}), f32({0}), absent(),                          // 3: empty
+                f32({}, In::Unit), absent()},                                    // lr, no skip
+               9,
+               {DType::F32},
+               "momentum, working copies"});
+  v.push_back({"MultiSGDUpdate",
+               1,
+               {{"momentum", attr_f(0.9f)}, {"nesterov", attr_i(1)}, {"working_type", attr_i(16)}},
+               {f32({5000}), f32({5000}), f32({5000}), absent(), f32({7}), f32({7}), f32({7}),
+                absent(), f32({}, In::Unit), all_true({})},
+               6,
+               {DType::F32},
+               "skip"});
+  v.push_back({"MultiAdamUpdate",
+               1,
+               {{"weight_decay", attr_f(0.01f)}, {"decoupled", attr_i(1)}, {"working_type", attr_i(10)}},
+               {f32({40}), f32({40}), f32({40}), f32({40}, In::Positive), absent(),
+                f32({9000}), f32({9000}), f32({9000}), f32({9000}, In::Positive), f32({9000}),
+                f32({}, In::Unit), ints({3}, Shape{}), absent()},
+               8,
+               {DType::F32},
+               "AdamW, working copies"});
+  v.push_back({"MultiAdamUpdate",
+               1,
+               {{"weight_decay", attr_f(0.01f)}},
+               {f32({4097}), f32({4097}), f32({4097}), f32({4097}, In::Positive), absent(),
+                f32({3, 5}), f32({3, 5}), f32({3, 5}), f32({3, 5}, In::Positive), absent(),
+                f32({}, In::Unit), ints({2}, Shape{}), all_true({})},
+               8,
+               {DType::F32},
+               "L2, skip"});
   // Weight gradients in FP32 (grad_type = 1, runtime/grad_type.h): dB / dC / dW / dB are F32
   // from the FP32 accumulator on both backends (CUDA's conv dW: cuDNN writes F16/BF16, widened).
   const Attribute fp32_grads = attr_i(1);

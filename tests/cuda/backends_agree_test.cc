@@ -261,7 +261,8 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                        OpId::Multinomial};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
-  const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::GlobalNormClip};
+  const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::MultiSGDUpdate,
+                                    OpId::MultiAdamUpdate, OpId::GlobalNormClip};
   // F32 only: cuDNN's deterministic max pooling backward may pick another element than the CPU's
   // first maximum on exact ties, which rounding to F16/BF16 makes likely (runtime/cuda/README.md).
   const std::set<OpId> ties = {OpId::MaxPoolGrad, OpId::GlobalMaxPoolGrad};

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -415,6 +416,60 @@ TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the 
   CHECK(gpu.optimizer_step == cpu.optimizer_step);
   REQUIRE(gpu.losses.size() == cpu.losses.size());
   CHECK(state_error(gpu, cpu) < 5e-2);  // FP16 rounding differs in the order of sums only
+}
+
+TEST_CASE("Trainer on CUDA: the optimizer step is one launch for every parameter, the same bits "
+          "as one launch per parameter") {
+  if (!have_gpu()) return;
+  for (const train::OptimizerKind kind : {train::OptimizerKind::SGD, train::OptimizerKind::AdamW}) {
+    const bool sgd = kind == train::OptimizerKind::SGD;
+    CAPTURE(sgd);
+    auto run = [&](bool multi) {
+      train::TrainerConfig cfg;
+      cfg.epochs = 1;
+      cfg.batch = 32;
+      cfg.progress = false;
+      cfg.device = Device::CUDA;
+      cfg.cuda_graph = false;  // eager: every step launches its kernels
+      cfg.graph.precision = DType::F16;
+      cfg.graph.optimizer.kind = kind;
+      cfg.graph.optimizer.momentum = sgd ? 0.9 : 0.0;
+      cfg.graph.multi_tensor_updates = multi;
+      cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
+      train::Trainer t(models::mlp(1), cfg);
+      t.fit(random_images(96, 5), nullptr);  // three steps
+      CHECK(t.step() == 3);
+      RunResult r;
+      r.state = t.state();
+      return std::make_pair(r, t.training_graph().params.size());
+    };
+#ifdef OAT_CUDA_EMULATED
+    const char* single = sgd ? " sgd_kernel" : " adam_kernel";
+    const char* fused = sgd ? " multi_sgd_kernel" : " multi_adam_kernel";
+    const uint64_t single0 = oat_emu::kernel_launches(single), fused0 = oat_emu::kernel_launches(fused);
+#endif
+    const auto [multi, params] = run(true);
+#ifdef OAT_CUDA_EMULATED
+    CHECK(oat_emu::kernel_launches(fused) - fused0 == 3);
+    CHECK(oat_emu::kernel_launches(single) - single0 == 0);
+#endif
+    const auto [each, params2] = run(false);
+#ifdef OAT_CUDA_EMULATED
+    CHECK(oat_emu::kernel_launches(fused) - fused0 == 3);
+    CHECK(oat_emu::kernel_launches(single) - single0 == 3 * params);
+#endif
+    CHECK(params == params2);
+    CHECK(params >= 4);
+    REQUIRE(multi.state.size() == each.state.size());
+    for (const auto& [name, t] : each.state) {
+      CAPTURE(name);
+      REQUIRE(multi.state.count(name));
+      const Tensor& m = multi.state.at(name);
+      CHECK(m.dtype() == t.dtype());
+      CHECK(m.nbytes() == t.nbytes());
+      CHECK(std::memcmp(m.raw_data(), t.raw_data(), t.nbytes()) == 0);
+    }
+  }
 }
 
 TEST_CASE("train and eval --device cuda through the binary") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -148,9 +149,16 @@ TEST_CASE("amp graph: FP32 masters feed FP16 working copies; loss, scaling, opti
         static_cast<float>(Eigen::half(g.initializers.at("fc1.weight").data<float>()[3])));
   const Node* writer = producer("fc1.weight_to_fp16.next");
   REQUIRE(writer);
-  CHECK(writer->op == OpId::AdamUpdate);
-  CHECK(writer->inputs[0] == "fc1.weight");
-  CHECK(writer->outputs.size() == 4);
+  // Every parameter's update is one MultiAdamUpdate ([P, G, M, V, W] per parameter -> [P', M',
+  // V', W']): fc1.weight's group reads its working copy (W, so that a donated W takes W') and
+  // writes the next one as its W'.
+  CHECK(writer->op == OpId::MultiAdamUpdate);
+  CHECK(writer->outputs.size() == 4 * tg.params.size());
+  const auto at = std::find(writer->outputs.begin(), writer->outputs.end(), "fc1.weight_to_fp16.next");
+  const size_t group = static_cast<size_t>(at - writer->outputs.begin()) / 4;
+  CHECK((at - writer->outputs.begin()) % 4 == 3);
+  CHECK(writer->inputs[5 * group] == "fc1.weight");
+  CHECK(writer->inputs[5 * group + 4] == "fc1.weight_to_fp16");
   CHECK(writer->attr_int("working_type", 0) == 10);
   size_t param_casts = 0;
   for (const Node& n : g.nodes)

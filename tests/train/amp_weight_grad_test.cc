@@ -74,9 +74,12 @@ void check_graph(const Graph& model, DType low, bool loss_scaling) {
     // The update (or UnscaleAndCheck) reads the gradient itself: nothing in between.
     bool read = false;
     for (const Node& n : g.nodes)
-      if (n.op == OpId::SGDUpdate && n.inputs[0] == p) {
-        CHECK(n.inputs[1] == (loss_scaling ? p + ".grad.unscaled" : tg.grads.at(p)));
-        read = true;
+      if (n.op == OpId::MultiSGDUpdate) {  // [P, G, V, W] per parameter, then lr and skip
+        for (size_t i = 0; i + 4 < n.inputs.size(); i += 4)
+          if (n.inputs[i] == p) {
+            CHECK(n.inputs[i + 1] == (loss_scaling ? p + ".grad.unscaled" : tg.grads.at(p)));
+            read = true;
+          }
       } else if (n.op == OpId::UnscaleAndCheck) {
         CHECK(std::count(n.inputs.begin(), n.inputs.end(), tg.grads.at(p)) == 1);
       }

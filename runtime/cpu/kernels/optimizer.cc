@@ -29,6 +29,9 @@
 //
 // GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm):  ‖G‖ = √(Σᵢ Σ Gᵢ²),
 //   Gᵢ' = Gᵢ · min(1, max_norm / (‖G‖ + 1e-6))       (torch.nn.utils.clip_grad_norm_)
+//
+// MultiSGDUpdate / MultiAdamUpdate (runtime/multi_update.h): every parameter's update in one
+// node; on the CPU each group runs the single-tensor kernel above, as its own node.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "runtime/cpu/register.h"
+#include "runtime/multi_update.h"
 #include "runtime/working_type.h"
 
 namespace oat::cpu {
@@ -260,6 +264,38 @@ void unscale_and_check(KernelContext& ctx) {
   f.data<bool>()[0] = found;
 }
 
+// The multi-tensor updates: group k is run as the node multi_update_part(node, k) (built once)
+// with the single-tensor kernel, its outputs moved to the group's slots.
+template <class T>
+class MultiUpdate : public OpKernel {
+ public:
+  explicit MultiUpdate(const Node& n) : layout_(multi_update_layout(n.op)) {
+    const int groups = multi_update_groups(n);
+    for (int k = 0; k < groups; ++k) parts_.push_back(multi_update_part(n, k));
+  }
+  void compute(KernelContext& ctx) override {
+    const auto single = layout_.single == OpId::SGDUpdate ? sgd_update<T> : adam_update<T>;
+    const int scalars = static_cast<int>(parts_.size()) * layout_.in_group;  // lr
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      std::vector<const Tensor*> in;
+      const int in0 = static_cast<int>(k) * layout_.in_group;
+      for (int i = 0; i < layout_.working_in; ++i) in.push_back(ctx.input_or_null(in0 + i));
+      for (int i = scalars; i < ctx.num_inputs(); ++i) in.push_back(ctx.input_or_null(i));
+      std::vector<Tensor> out(static_cast<size_t>(layout_.out_group));
+      KernelContext part(parts_[k], std::move(in), &out, ctx.device());
+      single(part);
+      const int out0 = static_cast<int>(k) * layout_.out_group;
+      for (int o = 0; o < layout_.out_group; ++o)
+        if (out[static_cast<size_t>(o)].defined())
+          ctx.set_output(out0 + o, std::move(out[static_cast<size_t>(o)]));
+    }
+  }
+
+ private:
+  MultiUpdateLayout layout_;
+  std::vector<Node> parts_;
+};
+
 }  // namespace
 
 void register_optimizer(KernelRegistry& r) {
@@ -267,6 +303,11 @@ void register_optimizer(KernelRegistry& r) {
   r.add(OpId::SGDUpdate, Device::CPU, DType::F64, function_kernel(sgd_update<double>));
   r.add(OpId::AdamUpdate, Device::CPU, DType::F32, function_kernel(adam_update<float>));
   r.add(OpId::AdamUpdate, Device::CPU, DType::F64, function_kernel(adam_update<double>));
+  // Keyed by the first parameter's dtype, as the single updates.
+  r.add(OpId::MultiSGDUpdate, Device::CPU, DType::F32, kernel_factory<MultiUpdate<float>>());
+  r.add(OpId::MultiSGDUpdate, Device::CPU, DType::F64, kernel_factory<MultiUpdate<double>>());
+  r.add(OpId::MultiAdamUpdate, Device::CPU, DType::F32, kernel_factory<MultiUpdate<float>>());
+  r.add(OpId::MultiAdamUpdate, Device::CPU, DType::F64, kernel_factory<MultiUpdate<double>>());
   // Keyed by inv_scale's dtype: F32 (the training graph's) or F64 (double-precision tests).
   r.add(OpId::UnscaleAndCheck, Device::CPU, DType::F32, function_kernel(unscale_and_check<float>));
   r.add(OpId::UnscaleAndCheck, Device::CPU, DType::F64, function_kernel(unscale_and_check<double>));

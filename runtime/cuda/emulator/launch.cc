@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -374,8 +376,25 @@ uint64_t warp_shuffle(unsigned mask, uint64_t bits, int kind, int delta, int wid
   return run->fibers[static_cast<size_t>(run->current)].shuffle_out;
 }
 
+namespace {
+std::mutex g_launch_mutex;
+std::map<std::string, uint64_t> g_launches;  // by kernel name
+}  // namespace
+
+uint64_t kernel_launches(const char* part) {
+  std::lock_guard<std::mutex> lock(g_launch_mutex);
+  uint64_t n = 0;
+  for (const auto& [name, count] : g_launches)
+    if (name.find(part) != std::string::npos) n += count;
+  return n;
+}
+
 void launch_kernel(const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    std::function<void()> body) {
+  {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    ++g_launches[name];
+  }
   const unsigned long long threads =
       static_cast<unsigned long long>(block.x) * block.y * block.z;
   const bool bad = grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 ||

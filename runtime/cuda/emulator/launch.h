@@ -38,6 +38,9 @@ int block_barrier(int predicate);
 // How many cudnnFind*AlgorithmEx calls the emulator has answered (for tests: the timed search
 // of --cudnn-benchmark was taken).
 uint64_t cudnn_find_calls();
+// How many kernel launches (run or recorded into a graph) so far had a name ("file.cu:line
+// kernel<T>") containing `part` (for tests: the whole optimizer step is one launch).
+uint64_t kernel_launches(const char* part);
 
 // A vector access of `bytes` at p: a GPU faults unless p is a multiple of `bytes` (the host's
 // loads would not), so the emulator stops, naming the kernel (vector_map.cuh's packs).

@@ -11,16 +11,22 @@
 //   decision needs no host synchronisation. An optional last output P_low receives P' rounded
 //   to the 'working_type' attribute (runtime/working_type.h: FLOAT16 or BFLOAT16), the working
 //   copy the FP16 nodes of the next step read, written in the same pass.
+// MultiSGDUpdate / MultiAdamUpdate (runtime/multi_update.h): every parameter's update in ONE
+//   launch (a table of per-parameter pointers in device memory, one block per 4096-element
+//   chunk, as UnscaleAndCheck), each element computed as by SGDUpdate / AdamUpdate; donated P,
+//   V, M and W are updated in place.
 // GlobalNormClip(G₁..Gₙ, max_norm) -> (G₁'..Gₙ', norm): ‖G‖ = √(Σᵢ Σ Gᵢ²) from per-gradient
 //   FP32 sums of squares, Gᵢ' = Gᵢ·min(1, max_norm/(‖G‖ + 1e-6)), the coefficient computed and
 //   applied on the device (every Gᵢ' is written, also when the coefficient is 1: no host sync).
 // The loss-scale update after the step: CudaContext::amp_step (runtime/kernel.h's DeviceAmpState).
 #include <cmath>
+#include <tuple>
 
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
 #include "runtime/cuda/register.h"
+#include "runtime/multi_update.h"
 #include "runtime/working_type.h"
 
 namespace oat::cuda {
@@ -180,6 +186,103 @@ void adam_update(KernelContext& ctx) {
               stream_of(ctx), skip_flag(ctx, 6));
 }
 
+// The working copy W' of a multi-tensor group: W's storage when donated (and of the working
+// dtype and P's shape), else a new tensor; (nullptr, 0) when the node has no W' for the group.
+std::pair<void*, int> working_copy_in_place(KernelContext& ctx, int w_in, int out,
+                                            const Tensor& p) {
+  if (!ctx.output_requested(out)) return {nullptr, 0};
+  const int64_t code = ctx.node().attr_int(kWorkingTypeAttr, 10);
+  const std::optional<DType> t = working_dtype(code);
+  if (!t) ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
+  const Tensor* w = ctx.input_or_null(w_in);
+  Tensor& low = w && ctx.input_donated(w_in) && w->device() == Device::CUDA &&
+                        w->dtype() == *t && w->shape() == p.shape()
+                    ? ctx.reuse_input(w_in, out)
+                    : ctx.allocate_output(out, *t, p.shape());
+  return {low.raw_data(), static_cast<int>(elem_type(*t))};
+}
+
+void multi_update(KernelContext& ctx) {
+  const Node& nd = ctx.node();
+  const MultiUpdateLayout l = multi_update_layout(nd.op);
+  const int groups = multi_update_groups(nd);
+  const bool adam = l.single == OpId::AdamUpdate;
+  const int sc = groups * l.in_group;  // the first scalar: lr
+  SgdParams sgd{};
+  AdamParams am{};
+  if (adam) {
+    am.beta1 = nd.attr_float("beta1", 0.9f);
+    am.beta2 = nd.attr_float("beta2", 0.999f);
+    am.eps = nd.attr_float("epsilon", 1e-8f);
+    am.weight_decay = nd.attr_float("weight_decay", 0.0f);
+    am.decoupled = nd.attr_int("decoupled", 0) != 0;
+    am.lr = device_scalar<float>(ctx, sc, DType::F32, "the learning rate");
+    am.step = device_scalar<int64_t>(ctx, sc + 1, DType::I64, "the step");
+    if (ctx.input(sc + 1).device() == Device::CPU && ctx.input(sc + 1).item_as_int() < 1)
+      ctx.fail(cat("step must be >= 1, got ", ctx.input(sc + 1).item_as_int()));
+  } else {
+    sgd.momentum = nd.attr_float("momentum", 0.0f);
+    sgd.dampening = nd.attr_float("dampening", 0.0f);
+    sgd.weight_decay = nd.attr_float("weight_decay", 0.0f);
+    sgd.nesterov = nd.attr_int("nesterov", 0) != 0;
+    sgd.lr = device_scalar<float>(ctx, sc, DType::F32, "the learning rate");
+  }
+  const bool* skip = skip_flag(ctx, sc + l.scalars - 1);
+  std::vector<UpdateEntry> table;
+  int64_t blocks = 0;
+  for (int k = 0; k < groups; ++k) {
+    const int in0 = k * l.in_group, out0 = k * l.out_group;
+    const Tensor& p = ctx.input(in0);
+    const Tensor& g = ctx.input(in0 + 1);
+    check_f32(ctx, p, "the parameter");
+    check_grad(ctx, p, g);
+    UpdateEntry e{};
+    e.p = p.data<float>();
+    e.g = g.raw_data();
+    e.g_type = static_cast<int>(elem_type(g.dtype()));
+    e.n = p.numel();
+    e.po = in_place(ctx, in0, out0, p).data<float>();
+    if (adam) {
+      const Tensor& m = ctx.input(in0 + 2);
+      const Tensor& v = ctx.input(in0 + 3);
+      check_f32(ctx, m, "the first moment");
+      check_f32(ctx, v, "the second moment");
+      if (m.shape() != p.shape() || v.shape() != p.shape())
+        ctx.fail(cat("the moments of '", nd.inputs[in0], "' and the parameter differ in shape"));
+      e.m = m.data<float>();
+      e.v = v.data<float>();
+      e.mo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
+      e.vo = in_place(ctx, in0 + 3, out0 + 2, p).data<float>();
+    } else {
+      const Tensor* v = ctx.input_or_null(in0 + 2);
+      if (sgd.momentum != 0.f && !v)
+        ctx.fail(cat("momentum needs the velocity of '", nd.inputs[in0], "'"));
+      if (v) {
+        check_f32(ctx, *v, "the velocity");
+        if (v->shape() != p.shape())
+          ctx.fail(cat("the velocity of '", nd.inputs[in0], "' and the parameter differ in shape"));
+        e.v = v->data<float>();
+      }
+      if (sgd.momentum != 0.f) e.vo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
+      else if (ctx.output_requested(out0 + 1) && v) ctx.set_output(out0 + 1, *v);
+    }
+    std::tie(e.low, e.low_type) =
+        working_copy_in_place(ctx, in0 + l.working_in, out0 + l.out_group - 1, p);
+    if (e.n == 0) continue;
+    e.first_block = blocks;
+    blocks += (e.n + kUpdateChunk - 1) / kUpdateChunk;
+    table.push_back(e);
+  }
+  if (table.empty()) return;
+  CudaContext& cc = cuda_context(ctx);
+  Tensor dev_table = cc.scratch(table.size() * sizeof(UpdateEntry));
+  cc.upload_bytes(dev_table.raw_data(), table.data(), table.size() * sizeof(UpdateEntry));
+  const auto* t = static_cast<const UpdateEntry*>(dev_table.raw_data());
+  const int entries = static_cast<int>(table.size());
+  if (adam) launch_multi_adam(t, entries, blocks, am, skip, cc.stream());
+  else launch_multi_sgd(t, entries, blocks, sgd, skip, cc.stream());
+}
+
 void global_norm_clip(KernelContext& ctx) {
   const int n = ctx.num_inputs() - 1;
   if (n < 1) ctx.fail("needs at least one gradient and max_norm");
@@ -224,6 +327,8 @@ void register_optimizer(KernelRegistry& r) {
   r.add(OpId::UnscaleAndCheck, Device::CUDA, DType::F32, function_kernel(unscale_and_check));
   r.add(OpId::SGDUpdate, Device::CUDA, DType::F32, function_kernel(sgd_update));
   r.add(OpId::AdamUpdate, Device::CUDA, DType::F32, function_kernel(adam_update));
+  r.add(OpId::MultiSGDUpdate, Device::CUDA, DType::F32, function_kernel(multi_update));
+  r.add(OpId::MultiAdamUpdate, Device::CUDA, DType::F32, function_kernel(multi_update));
   r.add(OpId::GlobalNormClip, Device::CUDA, DType::F32, function_kernel(global_norm_clip));
 }
 

@@ -26,16 +26,22 @@ __device__ __forceinline__ void store_low(void* p, int type, int64_t i, float v)
     static_cast<__half*>(p)[i] = __float2half_rn(v);
 }
 
-__global__ void unscale_kernel(const UnscaleEntry* table, int entries, const float* inv_scale,
-                               bool* found_inf) {
-  // The entry owning this block: the last with first_block <= blockIdx.x (binary search).
+// The entry of a multi-tensor table owning this block: the last with first_block <= blockIdx.x
+// (binary search).
+template <class E>
+__device__ __forceinline__ const E& entry_of_block(const E* table, int entries) {
   int lo = 0, hi = entries - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (table[mid].first_block <= blockIdx.x) lo = mid;
     else hi = mid - 1;
   }
-  const UnscaleEntry e = table[lo];
+  return table[lo];
+}
+
+__global__ void unscale_kernel(const UnscaleEntry* table, int entries, const float* inv_scale,
+                               bool* found_inf) {
+  const UnscaleEntry e = entry_of_block(table, entries);
   const float inv = *inv_scale;
   const int64_t begin = (blockIdx.x - e.first_block) * kUnscaleChunk;
   const int64_t end = begin + kUnscaleChunk < e.n ? begin + kUnscaleChunk : e.n;
@@ -48,36 +54,35 @@ __global__ void unscale_kernel(const UnscaleEntry* table, int entries, const flo
   if (__syncthreads_or(bad) && threadIdx.x == 0) *found_inf = true;
 }
 
-__global__ void sgd_kernel(const float* p, const void* g, int g_type, const float* v, float* po,
-                           float* vo, void* low, int low_type, int64_t n, SgdParams prm,
-                           const bool* skip) {
-  const bool skipped = skip && *skip;
-  const float lr = *prm.lr;
-  OAT_GRID_STRIDE_LOOP(i, n) {
-    float pn = p[i];
-    if (!skipped) {
-      float d = load_any(g, g_type, i) + prm.weight_decay * p[i];
-      if (vo) {
-        const float vn = prm.momentum * v[i] + (1.f - prm.dampening) * d;
-        vo[i] = vn;
-        d = prm.nesterov ? d + prm.momentum * vn : vn;
-      }
-      pn = p[i] - lr * d;
-    } else if (vo) {
-      vo[i] = v[i];
+// Element i of an SGD update (vo null: no momentum); every input read before its output is
+// written, so outputs may be the inputs' storage.
+__device__ __forceinline__ void sgd_at(int64_t i, const float* p, const void* g, int g_type,
+                                       const float* v, float* po, float* vo, void* low,
+                                       int low_type, const SgdParams& prm, float lr,
+                                       bool skipped) {
+  float pn = p[i];
+  if (!skipped) {
+    float d = load_any(g, g_type, i) + prm.weight_decay * p[i];
+    if (vo) {
+      const float vn = prm.momentum * v[i] + (1.f - prm.dampening) * d;
+      vo[i] = vn;
+      d = prm.nesterov ? d + prm.momentum * vn : vn;
     }
-    po[i] = pn;
-    if (low) store_low(low, low_type, i, pn);
+    pn = p[i] - lr * d;
+  } else if (vo) {
+    vo[i] = v[i];
   }
+  po[i] = pn;
+  if (low) store_low(low, low_type, i, pn);
 }
 
-__global__ void adam_kernel(const float* p, const void* g, int g_type, const float* m,
-                            const float* v, float* po, float* mo, float* vo, void* low,
-                            int low_type, int64_t n, AdamParams prm, const bool* skip) {
-  const bool skipped = skip && *skip;
-  // Once per block (two double pows per thread would cost about as much as the update's memory
-  // traffic), in double as the CPU kernel does: step_size = lr / (1 − β₁ᵗ),
-  // inv_sqrt_c2 = 1 / √(1 − β₂ᵗ), decay = 1 − lr·λ (AdamW) or 1, l2 = λ (Adam) or 0.
+// Adam's per-step coefficients, once per block by thread 0 (two double pows per thread would cost
+// about as much as the update's memory traffic), in double as the CPU kernel does:
+// step_size = lr / (1 − β₁ᵗ), inv_sqrt_c2 = 1 / √(1 − β₂ᵗ), decay = 1 − lr·λ (AdamW) or 1.
+struct AdamCoef {
+  float step_size, inv_sqrt_c2, decay, l2;  // l2 = λ (Adam) or 0
+};
+__device__ AdamCoef adam_coef(const AdamParams& prm) {
   __shared__ float coef[3];
   if (threadIdx.x == 0) {
     const double lr = *prm.lr, t = static_cast<double>(*prm.step);
@@ -86,21 +91,67 @@ __global__ void adam_kernel(const float* p, const void* g, int g_type, const flo
     coef[2] = static_cast<float>(prm.decoupled ? 1.0 - lr * prm.weight_decay : 1.0);
   }
   __syncthreads();
-  const float step_size = coef[0], inv_sqrt_c2 = coef[1], decay = coef[2];
-  const float l2 = prm.decoupled ? 0.f : prm.weight_decay;
-  OAT_GRID_STRIDE_LOOP(i, n) {
-    float pn = p[i], mn = m[i], vn = v[i];
-    if (!skipped) {
-      const float gr = load_any(g, g_type, i) + l2 * p[i];
-      mn = prm.beta1 * m[i] + (1.f - prm.beta1) * gr;
-      vn = prm.beta2 * v[i] + (1.f - prm.beta2) * gr * gr;
-      pn = p[i] * decay - step_size * mn / (sqrtf(vn) * inv_sqrt_c2 + prm.eps);
-    }
-    po[i] = pn;
-    mo[i] = mn;
-    vo[i] = vn;
-    if (low) store_low(low, low_type, i, pn);
+  return {coef[0], coef[1], coef[2], prm.decoupled ? 0.f : prm.weight_decay};
+}
+
+// Element i of an Adam/AdamW update; outputs may be the inputs' storage, as for sgd_at.
+__device__ __forceinline__ void adam_at(int64_t i, const float* p, const void* g, int g_type,
+                                        const float* m, const float* v, float* po, float* mo,
+                                        float* vo, void* low, int low_type,
+                                        const AdamParams& prm, const AdamCoef& c, bool skipped) {
+  float pn = p[i], mn = m[i], vn = v[i];
+  if (!skipped) {
+    const float gr = load_any(g, g_type, i) + c.l2 * p[i];
+    mn = prm.beta1 * m[i] + (1.f - prm.beta1) * gr;
+    vn = prm.beta2 * v[i] + (1.f - prm.beta2) * gr * gr;
+    pn = p[i] * c.decay - c.step_size * mn / (sqrtf(vn) * c.inv_sqrt_c2 + prm.eps);
   }
+  po[i] = pn;
+  mo[i] = mn;
+  vo[i] = vn;
+  if (low) store_low(low, low_type, i, pn);
+}
+
+__global__ void sgd_kernel(const float* p, const void* g, int g_type, const float* v, float* po,
+                           float* vo, void* low, int low_type, int64_t n, SgdParams prm,
+                           const bool* skip) {
+  const bool skipped = skip && *skip;
+  const float lr = *prm.lr;
+  OAT_GRID_STRIDE_LOOP(i, n) { sgd_at(i, p, g, g_type, v, po, vo, low, low_type, prm, lr, skipped); }
+}
+
+__global__ void adam_kernel(const float* p, const void* g, int g_type, const float* m,
+                            const float* v, float* po, float* mo, float* vo, void* low,
+                            int low_type, int64_t n, AdamParams prm, const bool* skip) {
+  const bool skipped = skip && *skip;
+  const AdamCoef c = adam_coef(prm);
+  OAT_GRID_STRIDE_LOOP(i, n) {
+    adam_at(i, p, g, g_type, m, v, po, mo, vo, low, low_type, prm, c, skipped);
+  }
+}
+
+// Multi-tensor forms: block b updates chunk b − first_block of its entry.
+__global__ void multi_sgd_kernel(const UpdateEntry* table, int entries, SgdParams prm,
+                                 const bool* skip) {
+  const UpdateEntry e = entry_of_block(table, entries);
+  const bool skipped = skip && *skip;
+  const float lr = *prm.lr;
+  const int64_t begin = (blockIdx.x - e.first_block) * kUpdateChunk;
+  const int64_t end = begin + kUpdateChunk < e.n ? begin + kUpdateChunk : e.n;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    sgd_at(i, e.p, e.g, e.g_type, e.v, e.po, e.vo, e.low, e.low_type, prm, lr, skipped);
+}
+
+__global__ void multi_adam_kernel(const UpdateEntry* table, int entries, AdamParams prm,
+                                  const bool* skip) {
+  const UpdateEntry e = entry_of_block(table, entries);
+  const bool skipped = skip && *skip;
+  const AdamCoef c = adam_coef(prm);
+  const int64_t begin = (blockIdx.x - e.first_block) * kUpdateChunk;
+  const int64_t end = begin + kUpdateChunk < e.n ? begin + kUpdateChunk : e.n;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    adam_at(i, e.p, e.g, e.g_type, e.m, e.v, e.po, e.mo, e.vo, e.low, e.low_type, prm, c,
+            skipped);
 }
 
 __global__ void amp_step_kernel(float* scale, float* inv_scale, int64_t* step,
@@ -179,6 +230,22 @@ void launch_adam(const float* p, const void* g, int g_type, const float* m, cons
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, g_type, m, v, p_out, m_out, v_out, low,
                                                  low_type, n, prm, skip);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_multi_sgd(const UpdateEntry* table, int entries, int64_t total_blocks, SgdParams prm,
+                      const bool* skip, cudaStream_t s) {
+  if (entries == 0 || total_blocks == 0) return;
+  multi_sgd_kernel<<<static_cast<unsigned>(total_blocks), kThreads, 0, s>>>(table, entries, prm,
+                                                                            skip);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_multi_adam(const UpdateEntry* table, int entries, int64_t total_blocks,
+                       AdamParams prm, const bool* skip, cudaStream_t s) {
+  if (entries == 0 || total_blocks == 0) return;
+  multi_adam_kernel<<<static_cast<unsigned>(total_blocks), kThreads, 0, s>>>(table, entries, prm,
+                                                                             skip);
   CUDA_CHECK_LAUNCH();
 }
 

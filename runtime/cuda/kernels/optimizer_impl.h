@@ -47,6 +47,31 @@ void launch_adam(const float* p, const void* g, int g_type, const float* m, cons
                  float* p_out, float* m_out, float* v_out, void* low, int low_type, int64_t n,
                  AdamParams prm, cudaStream_t s, const bool* skip);
 
+// One parameter of a multi-tensor update (MultiSGDUpdate / MultiAdamUpdate): the pointers of
+// launch_sgd / launch_adam (m, mo: Adam's first moment; v, vo: Adam's second moment or SGD's
+// velocity, null without momentum; low: the working copy or null).
+struct UpdateEntry {
+  const float* p;
+  const void* g;
+  const float* m;
+  const float* v;
+  float* po;
+  float* mo;
+  float* vo;
+  void* low;
+  int64_t n;
+  int64_t first_block;  // prefix sum of the blocks before this entry
+  int g_type, low_type;
+};
+constexpr int64_t kUpdateChunk = 4096;  // elements per block
+
+// One launch over every entry of the device table (total_blocks = Σ ⌈n/kUpdateChunk⌉): each
+// element updated exactly as by launch_sgd / launch_adam.
+void launch_multi_sgd(const UpdateEntry* table, int entries, int64_t total_blocks, SgdParams prm,
+                      const bool* skip, cudaStream_t s);
+void launch_multi_adam(const UpdateEntry* table, int entries, int64_t total_blocks,
+                       AdamParams prm, const bool* skip, cudaStream_t s);
+
 // GlobalNormClip's device half: from per-tensor sums of squares `partial` [count] and the device
 // scalar max_norm: *norm = √Σ partial, *coef = min(1, max_norm / (norm + 1e-6)).
 void launch_clip_coef(const float* partial, int count, const float* max_norm, float* norm,

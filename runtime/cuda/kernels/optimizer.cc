@@ -68,16 +68,6 @@ const T* device_scalar(const KernelContext& ctx, int i, DType want, const char* 
   return t.data<T>();
 }
 
-// The optional working-copy output at index `out`: (pointer, ElemType) or (nullptr, 0).
-std::pair<void*, int> working_copy(KernelContext& ctx, int out, const Tensor& p) {
-  if (!ctx.output_requested(out)) return {nullptr, 0};
-  const int64_t code = ctx.node().attr_int(kWorkingTypeAttr, 10);
-  const std::optional<DType> t = working_dtype(code);
-  if (!t) ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
-  Tensor& low = ctx.allocate_output(out, *t, p.shape());
-  return {low.raw_data(), static_cast<int>(elem_type(*t))};
-}
-
 void unscale_and_check(KernelContext& ctx) {
   const int n = ctx.num_inputs() - 1;
   if (n < 1) ctx.fail("needs inv_scale and at least one gradient");
@@ -122,79 +112,15 @@ Tensor& in_place(KernelContext& ctx, int i, int o, const Tensor& p) {
   return ctx.allocate_output(o, DType::F32, p.shape());
 }
 
-void sgd_update(KernelContext& ctx) {
-  const Node& nd = ctx.node();
-  SgdParams prm{};
-  prm.momentum = nd.attr_float("momentum", 0.0f);
-  prm.dampening = nd.attr_float("dampening", 0.0f);
-  prm.weight_decay = nd.attr_float("weight_decay", 0.0f);
-  prm.nesterov = nd.attr_int("nesterov", 0) != 0;
-  const Tensor& p = ctx.input(0);
-  const Tensor& g = ctx.input(1);
-  const Tensor* v = ctx.input_or_null(2);
-  check_f32(ctx, p, "the parameter");
-  check_grad(ctx, p, g);
-  if (prm.momentum != 0.f && !v) ctx.fail("momentum needs the velocity input");
-  if (v) {
-    check_f32(ctx, *v, "the velocity");
-    if (v->shape() != p.shape()) ctx.fail("the velocity and the parameter differ in shape");
-  }
-  prm.lr = device_scalar<float>(ctx, 3, DType::F32, "the learning rate");
-  Tensor& po = in_place(ctx, 0, 0, p);
-  float* vo = nullptr;
-  if (prm.momentum != 0.f) vo = in_place(ctx, 2, 1, p).data<float>();
-  else if (ctx.output_requested(1) && v) ctx.set_output(1, *v);
-  const auto [low, low_type] = working_copy(ctx, kSgdWorkingOutput, p);
-  launch_sgd(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
-             v ? v->data<float>() : nullptr, po.data<float>(), vo, low, low_type, p.numel(), prm,
-             skip_flag(ctx, 4), stream_of(ctx));
-}
-
-void adam_update(KernelContext& ctx) {
-  const Node& nd = ctx.node();
-  const float b1 = nd.attr_float("beta1", 0.9f), b2 = nd.attr_float("beta2", 0.999f);
-  const float lambda = nd.attr_float("weight_decay", 0.0f);
-  const bool decoupled = nd.attr_int("decoupled", 0) != 0;
-  const Tensor& p = ctx.input(0);
-  const Tensor& g = ctx.input(1);
-  const Tensor& m = ctx.input(2);
-  const Tensor& v = ctx.input(3);
-  check_f32(ctx, p, "the parameter");
-  check_f32(ctx, m, "the first moment");
-  check_f32(ctx, v, "the second moment");
-  check_grad(ctx, p, g);
-  if (m.shape() != p.shape() || v.shape() != p.shape())
-    ctx.fail("the moments and the parameter differ in shape");
-  AdamParams prm{};
-  prm.lr = device_scalar<float>(ctx, 4, DType::F32, "the learning rate");
-  prm.step = device_scalar<int64_t>(ctx, 5, DType::I64, "the step");
-  // A step on the host is checked here; one on the device (the trainer's counter) is >= 1 by
-  // construction.
-  if (ctx.input(5).device() == Device::CPU && ctx.input(5).item_as_int() < 1)
-    ctx.fail(cat("step must be >= 1, got ", ctx.input(5).item_as_int()));
-  prm.beta1 = static_cast<float>(b1);
-  prm.beta2 = static_cast<float>(b2);
-  prm.eps = nd.attr_float("epsilon", 1e-8f);
-  prm.weight_decay = static_cast<float>(lambda);
-  prm.decoupled = decoupled;
-  float* po = in_place(ctx, 0, 0, p).data<float>();
-  float* mo = in_place(ctx, 2, 1, p).data<float>();
-  float* vo = in_place(ctx, 3, 2, p).data<float>();
-  const auto [low, low_type] = working_copy(ctx, kAdamWorkingOutput, p);
-  launch_adam(p.data<float>(), g.raw_data(), static_cast<int>(elem_type(g.dtype())),
-              m.data<float>(), v.data<float>(), po, mo, vo, low, low_type, p.numel(), prm,
-              stream_of(ctx), skip_flag(ctx, 6));
-}
-
-// The working copy W' of a multi-tensor group: W's storage when donated (and of the working
-// dtype and P's shape), else a new tensor; (nullptr, 0) when the node has no W' for the group.
-std::pair<void*, int> working_copy_in_place(KernelContext& ctx, int w_in, int out,
-                                            const Tensor& p) {
+// The optional working-copy output W' at index `out`: (pointer, ElemType) or (nullptr, 0); the
+// storage of input `w_in` (the current working copy W) when the run donated it and it has the
+// working dtype and P's shape, else a new tensor.
+std::pair<void*, int> working_copy(KernelContext& ctx, int out, const Tensor& p, int w_in = -1) {
   if (!ctx.output_requested(out)) return {nullptr, 0};
   const int64_t code = ctx.node().attr_int(kWorkingTypeAttr, 10);
   const std::optional<DType> t = working_dtype(code);
   if (!t) ctx.fail(cat("working_type ", code, " must be 10 (FLOAT16) or 16 (BFLOAT16)"));
-  const Tensor* w = ctx.input_or_null(w_in);
+  const Tensor* w = w_in >= 0 ? ctx.input_or_null(w_in) : nullptr;
   Tensor& low = w && ctx.input_donated(w_in) && w->device() == Device::CUDA &&
                         w->dtype() == *t && w->shape() == p.shape()
                     ? ctx.reuse_input(w_in, out)
@@ -202,72 +128,111 @@ std::pair<void*, int> working_copy_in_place(KernelContext& ctx, int w_in, int ou
   return {low.raw_data(), static_cast<int>(elem_type(*t))};
 }
 
-void multi_update(KernelContext& ctx) {
+// The node's SGD / Adam attributes and its device scalars (lr at input `lr_in`; Adam's step
+// after it).
+SgdParams sgd_params(KernelContext& ctx, int lr_in) {
   const Node& nd = ctx.node();
-  const MultiUpdateLayout l = multi_update_layout(nd.op);
-  const int groups = multi_update_groups(nd);
+  SgdParams prm{};
+  prm.momentum = nd.attr_float("momentum", 0.0f);
+  prm.dampening = nd.attr_float("dampening", 0.0f);
+  prm.weight_decay = nd.attr_float("weight_decay", 0.0f);
+  prm.nesterov = nd.attr_int("nesterov", 0) != 0;
+  prm.lr = device_scalar<float>(ctx, lr_in, DType::F32, "the learning rate");
+  return prm;
+}
+
+AdamParams adam_params(KernelContext& ctx, int lr_in) {
+  const Node& nd = ctx.node();
+  AdamParams prm{};
+  prm.beta1 = nd.attr_float("beta1", 0.9f);
+  prm.beta2 = nd.attr_float("beta2", 0.999f);
+  prm.eps = nd.attr_float("epsilon", 1e-8f);
+  prm.weight_decay = nd.attr_float("weight_decay", 0.0f);
+  prm.decoupled = nd.attr_int("decoupled", 0) != 0;
+  prm.lr = device_scalar<float>(ctx, lr_in, DType::F32, "the learning rate");
+  prm.step = device_scalar<int64_t>(ctx, lr_in + 1, DType::I64, "the step");
+  // A step on the host is checked here; one on the device (the trainer's counter) is >= 1 by
+  // construction.
+  const Tensor& step = ctx.input(lr_in + 1);
+  if (step.device() == Device::CPU && step.item_as_int() < 1)
+    ctx.fail(cat("step must be >= 1, got ", step.item_as_int()));
+  return prm;
+}
+
+// One parameter's update, checked, its outputs placed (in place where donated): P, G and the
+// state at inputs in0.. (SGD: V, optional; Adam: M, V), the outputs at out0.. (P', then V' or
+// M', V', then W'), W at input w_in (-1: none). `momentum`: SGD's (V' only when non-zero).
+UpdateEntry update_entry(KernelContext& ctx, bool adam, float momentum, int in0, int out0,
+                         int w_in) {
+  const std::string& name = ctx.node().inputs[static_cast<size_t>(in0)];
+  const Tensor& p = ctx.input(in0);
+  const Tensor& g = ctx.input(in0 + 1);
+  check_f32(ctx, p, "the parameter");
+  check_grad(ctx, p, g);
+  UpdateEntry e{};
+  e.p = p.data<float>();
+  e.g = g.raw_data();
+  e.g_type = static_cast<int>(elem_type(g.dtype()));
+  e.n = p.numel();
+  e.po = in_place(ctx, in0, out0, p).data<float>();
+  int w_out = out0 + 2;
+  if (adam) {
+    const Tensor& m = ctx.input(in0 + 2);
+    const Tensor& v = ctx.input(in0 + 3);
+    check_f32(ctx, m, "the first moment");
+    check_f32(ctx, v, "the second moment");
+    if (m.shape() != p.shape() || v.shape() != p.shape())
+      ctx.fail(cat("the moments of '", name, "' and the parameter differ in shape"));
+    e.m = m.data<float>();
+    e.v = v.data<float>();
+    e.mo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
+    e.vo = in_place(ctx, in0 + 3, out0 + 2, p).data<float>();
+    w_out = out0 + 3;
+  } else {
+    const Tensor* v = ctx.input_or_null(in0 + 2);
+    if (momentum != 0.f && !v) ctx.fail(cat("momentum needs the velocity of '", name, "'"));
+    if (v) {
+      check_f32(ctx, *v, "the velocity");
+      if (v->shape() != p.shape())
+        ctx.fail(cat("the velocity of '", name, "' and the parameter differ in shape"));
+      e.v = v->data<float>();
+    }
+    if (momentum != 0.f) e.vo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
+    else if (ctx.output_requested(out0 + 1) && v) ctx.set_output(out0 + 1, *v);
+  }
+  std::tie(e.low, e.low_type) = working_copy(ctx, w_out, p, w_in);
+  return e;
+}
+
+void sgd_update(KernelContext& ctx) {
+  const SgdParams prm = sgd_params(ctx, 3);
+  const UpdateEntry e = update_entry(ctx, false, prm.momentum, 0, 0, -1);
+  launch_sgd(e.p, e.g, e.g_type, e.v, e.po, e.vo, e.low, e.low_type, e.n, prm, skip_flag(ctx, 4),
+             stream_of(ctx));
+}
+
+void adam_update(KernelContext& ctx) {
+  const AdamParams prm = adam_params(ctx, 4);
+  const UpdateEntry e = update_entry(ctx, true, 0.f, 0, 0, -1);
+  launch_adam(e.p, e.g, e.g_type, e.m, e.v, e.po, e.mo, e.vo, e.low, e.low_type, e.n, prm,
+              stream_of(ctx), skip_flag(ctx, 6));
+}
+
+void multi_update(KernelContext& ctx) {
+  const MultiUpdateLayout l = multi_update_layout(ctx.node().op);
+  const int groups = multi_update_groups(ctx.node());
   const bool adam = l.single == OpId::AdamUpdate;
-  const int sc = groups * l.in_group;  // the first scalar: lr
+  const int lr_in = groups * l.in_group;
   SgdParams sgd{};
   AdamParams am{};
-  if (adam) {
-    am.beta1 = nd.attr_float("beta1", 0.9f);
-    am.beta2 = nd.attr_float("beta2", 0.999f);
-    am.eps = nd.attr_float("epsilon", 1e-8f);
-    am.weight_decay = nd.attr_float("weight_decay", 0.0f);
-    am.decoupled = nd.attr_int("decoupled", 0) != 0;
-    am.lr = device_scalar<float>(ctx, sc, DType::F32, "the learning rate");
-    am.step = device_scalar<int64_t>(ctx, sc + 1, DType::I64, "the step");
-    if (ctx.input(sc + 1).device() == Device::CPU && ctx.input(sc + 1).item_as_int() < 1)
-      ctx.fail(cat("step must be >= 1, got ", ctx.input(sc + 1).item_as_int()));
-  } else {
-    sgd.momentum = nd.attr_float("momentum", 0.0f);
-    sgd.dampening = nd.attr_float("dampening", 0.0f);
-    sgd.weight_decay = nd.attr_float("weight_decay", 0.0f);
-    sgd.nesterov = nd.attr_int("nesterov", 0) != 0;
-    sgd.lr = device_scalar<float>(ctx, sc, DType::F32, "the learning rate");
-  }
-  const bool* skip = skip_flag(ctx, sc + l.scalars - 1);
+  if (adam) am = adam_params(ctx, lr_in);
+  else sgd = sgd_params(ctx, lr_in);
+  const bool* skip = skip_flag(ctx, lr_in + l.scalars - 1);
   std::vector<UpdateEntry> table;
   int64_t blocks = 0;
   for (int k = 0; k < groups; ++k) {
-    const int in0 = k * l.in_group, out0 = k * l.out_group;
-    const Tensor& p = ctx.input(in0);
-    const Tensor& g = ctx.input(in0 + 1);
-    check_f32(ctx, p, "the parameter");
-    check_grad(ctx, p, g);
-    UpdateEntry e{};
-    e.p = p.data<float>();
-    e.g = g.raw_data();
-    e.g_type = static_cast<int>(elem_type(g.dtype()));
-    e.n = p.numel();
-    e.po = in_place(ctx, in0, out0, p).data<float>();
-    if (adam) {
-      const Tensor& m = ctx.input(in0 + 2);
-      const Tensor& v = ctx.input(in0 + 3);
-      check_f32(ctx, m, "the first moment");
-      check_f32(ctx, v, "the second moment");
-      if (m.shape() != p.shape() || v.shape() != p.shape())
-        ctx.fail(cat("the moments of '", nd.inputs[in0], "' and the parameter differ in shape"));
-      e.m = m.data<float>();
-      e.v = v.data<float>();
-      e.mo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
-      e.vo = in_place(ctx, in0 + 3, out0 + 2, p).data<float>();
-    } else {
-      const Tensor* v = ctx.input_or_null(in0 + 2);
-      if (sgd.momentum != 0.f && !v)
-        ctx.fail(cat("momentum needs the velocity of '", nd.inputs[in0], "'"));
-      if (v) {
-        check_f32(ctx, *v, "the velocity");
-        if (v->shape() != p.shape())
-          ctx.fail(cat("the velocity of '", nd.inputs[in0], "' and the parameter differ in shape"));
-        e.v = v->data<float>();
-      }
-      if (sgd.momentum != 0.f) e.vo = in_place(ctx, in0 + 2, out0 + 1, p).data<float>();
-      else if (ctx.output_requested(out0 + 1) && v) ctx.set_output(out0 + 1, *v);
-    }
-    std::tie(e.low, e.low_type) =
-        working_copy_in_place(ctx, in0 + l.working_in, out0 + l.out_group - 1, p);
+    const int in0 = k * l.in_group;
+    UpdateEntry e = update_entry(ctx, adam, sgd.momentum, in0, k * l.out_group, in0 + l.working_in);
     if (e.n == 0) continue;
     e.first_block = blocks;
     blocks += (e.n + kUpdateChunk - 1) / kUpdateChunk;

@@ -39,14 +39,23 @@ __device__ __forceinline__ const E& entry_of_block(const E* table, int entries) 
   return table[lo];
 }
 
+// Elements [begin, end) of entry e that this block owns: chunk blockIdx.x − e.first_block.
+struct Chunk {
+  int64_t begin, end;
+};
+template <class E>
+__device__ __forceinline__ Chunk chunk_of_block(const E& e, int64_t chunk) {
+  const int64_t begin = (blockIdx.x - e.first_block) * chunk;
+  return {begin, begin + chunk < e.n ? begin + chunk : e.n};
+}
+
 __global__ void unscale_kernel(const UnscaleEntry* table, int entries, const float* inv_scale,
                                bool* found_inf) {
   const UnscaleEntry e = entry_of_block(table, entries);
   const float inv = *inv_scale;
-  const int64_t begin = (blockIdx.x - e.first_block) * kUnscaleChunk;
-  const int64_t end = begin + kUnscaleChunk < e.n ? begin + kUnscaleChunk : e.n;
+  const Chunk c = chunk_of_block(e, kUnscaleChunk);
   bool bad = false;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
     const float v = load_any(e.src, e.type, i) * inv;
     e.dst[i] = v;
     bad |= !isfinite(v);
@@ -136,9 +145,8 @@ __global__ void multi_sgd_kernel(const UpdateEntry* table, int entries, SgdParam
   const UpdateEntry e = entry_of_block(table, entries);
   const bool skipped = skip && *skip;
   const float lr = *prm.lr;
-  const int64_t begin = (blockIdx.x - e.first_block) * kUpdateChunk;
-  const int64_t end = begin + kUpdateChunk < e.n ? begin + kUpdateChunk : e.n;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+  const Chunk r = chunk_of_block(e, kUpdateChunk);
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x)
     sgd_at(i, e.p, e.g, e.g_type, e.v, e.po, e.vo, e.low, e.low_type, prm, lr, skipped);
 }
 
@@ -147,9 +155,8 @@ __global__ void multi_adam_kernel(const UpdateEntry* table, int entries, AdamPar
   const UpdateEntry e = entry_of_block(table, entries);
   const bool skipped = skip && *skip;
   const AdamCoef c = adam_coef(prm);
-  const int64_t begin = (blockIdx.x - e.first_block) * kUpdateChunk;
-  const int64_t end = begin + kUpdateChunk < e.n ? begin + kUpdateChunk : e.n;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+  const Chunk r = chunk_of_block(e, kUpdateChunk);
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x)
     adam_at(i, e.p, e.g, e.g_type, e.m, e.v, e.po, e.mo, e.vo, e.low, e.low_type, prm, c,
             skipped);
 }

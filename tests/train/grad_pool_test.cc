@@ -132,34 +132,38 @@ TEST_CASE("MaxPool and GlobalMaxPool gradients go to the first maximum on ties (
 }
 
 TEST_CASE("MaxPool 2x2 stride 2 gradient: ties, NaN, -inf, odd sizes, threaded") {
-  // Odd H and W (the last row and column belong to no window), values from {0..4} so most
-  // windows tie, some NaNs and all-(-inf)/NaN windows; large enough to run on every thread.
-  const int64_t N = 16, C = 32, H = 17, W = 19, OH = H / 2, OW = W / 2;
-  Tensor x(DType::F32, {N, C, H, W});
-  float* xp = x.data<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) xp[i] = static_cast<float>((i * 2654435761u >> 7) % 5);
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
-  xp[0] = xp[1] = xp[W] = xp[W + 1] = -inf;                    // window (0, 0): all -inf
-  xp[2] = nan, xp[3] = nan, xp[W + 2] = nan, xp[W + 3] = nan;  // window (0, 1): all NaN
-  xp[4] = nan;                                                 // window (0, 2): first is NaN
-  xp[H * W + 6] = inf;                                         // window (0, 3) of plane 1
-  Tensor dx =
-      test::sum_gradient("MaxPool", x, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
-  REQUIRE(dx.shape() == x.shape());
-  std::vector<float> want(static_cast<size_t>(x.numel()), 0.0f);
-  for (int64_t p = 0; p < N * C; ++p)
-    for (int64_t oy = 0; oy < OH; ++oy)
-      for (int64_t ox = 0; ox < OW; ++ox) {
-        const int64_t base = p * H * W + 2 * oy * W + 2 * ox;
-        const int64_t at[4] = {base, base + 1, base + W, base + W + 1};
-        int64_t arg = at[0];  // no value above -inf: the first element
-        float best = -inf;
-        for (int64_t i : at)
-          if (xp[i] > best) best = xp[i], arg = i;
-        want[static_cast<size_t>(arg)] = 1.0f;
-      }
-  CHECK(dx.to_float_vector() == want);
-  CHECK(want[0] == 1.0f);  // the all -inf window
-  CHECK(want[2] == 1.0f);  // the all-NaN window
-  CHECK(want[4] == 0.0f);  // a NaN never wins against a number
+  // W = 75: rows of 37 windows, more than one of the kernel's blocks of 32.
+  for (const int64_t W : {19, 75}) {
+    CAPTURE(W);
+    // Odd H and W (the last row and column belong to no window), values from {0..4} so most
+    // windows tie, some NaNs and all-(-inf)/NaN windows; large enough to run on every thread.
+    const int64_t N = 16, C = 32, H = 17, OH = H / 2, OW = W / 2;
+    Tensor x(DType::F32, {N, C, H, W});
+    float* xp = x.data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) xp[i] = static_cast<float>((i * 2654435761u >> 7) % 5);
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+    xp[0] = xp[1] = xp[W] = xp[W + 1] = -inf;                    // window (0, 0): all -inf
+    xp[2] = nan, xp[3] = nan, xp[W + 2] = nan, xp[W + 3] = nan;  // window (0, 1): all NaN
+    xp[4] = nan;                                                 // window (0, 2): first is NaN
+    xp[H * W + 6] = inf;                                         // window (0, 3) of plane 1
+    Tensor dx = test::sum_gradient("MaxPool", x,
+                                   {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+    REQUIRE(dx.shape() == x.shape());
+    std::vector<float> want(static_cast<size_t>(x.numel()), 0.0f);
+    for (int64_t p = 0; p < N * C; ++p)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const int64_t base = p * H * W + 2 * oy * W + 2 * ox;
+          const int64_t at[4] = {base, base + 1, base + W, base + W + 1};
+          int64_t arg = at[0];  // no value above -inf: the first element
+          float best = -inf;
+          for (int64_t i : at)
+            if (xp[i] > best) best = xp[i], arg = i;
+          want[static_cast<size_t>(arg)] = 1.0f;
+        }
+    CHECK(dx.to_float_vector() == want);
+    CHECK(want[0] == 1.0f);  // the all -inf window
+    CHECK(want[2] == 1.0f);  // the all-NaN window
+    CHECK(want[4] == 0.0f);  // a NaN never wins against a number
+  }
 }

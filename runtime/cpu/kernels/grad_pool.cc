@@ -14,7 +14,9 @@
 // Planes (n, c) are independent and spread over threads.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -61,6 +63,45 @@ bool is_plain_2x2(const Window3& w) {
          2 * w.out[1] <= w.in[1] && 2 * w.out[2] <= w.in[2];
 }
 
+// v where `keep`, else +0, by masking v's bits: GCC 12 turns `keep ? v : 0` in the loop below
+// into branches, which random data makes unpredictable (2-3x slower).
+template <class T>
+inline T keep_or_zero(bool keep, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  static_assert(sizeof(Bits) == sizeof(T));
+  Bits b;
+  std::memcpy(&b, &v, sizeof b);
+  b &= Bits(0) - static_cast<Bits>(keep);
+  std::memcpy(&v, &b, sizeof b);
+  return v;
+}
+
+// One row of n windows: rows r0, r1 of X, g the row of dY, d0, d1 the rows of dX. best is what
+// the sequential rule ends with (the largest value above -inf; NaN never replaces), and the
+// gradient goes to the first position equal to it, or to the first position when nothing rose
+// above -inf. Branch free: the masks combine with & and |, not && and ||, and select by bits.
+template <class T>
+void max_pool_grad_2x2_row(const T* __restrict r0, const T* __restrict r1, const T* __restrict g,
+                           T* __restrict d0, T* __restrict d1, int64_t n) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t ox = 0; ox < n; ++ox) {
+    const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+    T best = a > ninf ? a : ninf;
+    best = b > best ? b : best;
+    best = c > best ? c : best;
+    best = d > best ? d : best;
+    const bool s0 = (a == best) | (best == ninf);
+    const bool s1 = !s0 & (b == best);
+    const bool s2 = !(s0 | s1) & (c == best);
+    const bool s3 = !(s0 | s1 | s2);
+    const T gv = g[ox];
+    d0[2 * ox] = keep_or_zero(s0, gv);
+    d0[2 * ox + 1] = keep_or_zero(s1, gv);
+    d1[2 * ox] = keep_or_zero(s2, gv);
+    d1[2 * ox + 1] = keep_or_zero(s3, gv);
+  }
+}
+
 template <class T>
 void max_pool_grad_2x2(const T* x, const T* dy, T* dx, int64_t planes, const Window3& w) {
   const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];
@@ -71,28 +112,11 @@ void max_pool_grad_2x2(const T* x, const T* dy, T* dx, int64_t planes, const Win
     T* dxp = dx + nc * IH * IW;
     for (int64_t oy = 0; oy < OH; ++oy) {
       const T* r0 = xp + 2 * oy * IW;
-      const T* r1 = r0 + IW;
       T* d0 = dxp + 2 * oy * IW;
-      T* d1 = d0 + IW;
-      for (int64_t ox = 0; ox < OW; ++ox) {
-        const T v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
-        // Branch-free (bit masks; with real data the comparisons are unpredictable).
-        T best = -std::numeric_limits<T>::infinity();
-        int32_t at = 0;
-        for (int32_t k = 0; k < 4; ++k) {
-          const int32_t take = -static_cast<int32_t>(v[k] > best);
-          best = v[k] > best ? v[k] : best;
-          at = (at & ~take) | (k & take);
-        }
-        const T g = dyp[oy * OW + ox];
-        d0[2 * ox] = at == 0 ? g : T(0);
-        d0[2 * ox + 1] = at == 1 ? g : T(0);
-        d1[2 * ox] = at == 2 ? g : T(0);
-        d1[2 * ox + 1] = at == 3 ? g : T(0);
-      }
+      max_pool_grad_2x2_row(r0, r0 + IW, dyp + oy * OW, d0, d0 + IW, OW);
       if (2 * OW < IW) {
         std::fill(d0 + 2 * OW, d0 + IW, T(0));
-        std::fill(d1 + 2 * OW, d1 + IW, T(0));
+        std::fill(d0 + IW + 2 * OW, d0 + 2 * IW, T(0));
       }
     }
     std::fill(dxp + 2 * OH * IW, dxp + IH * IW, T(0));

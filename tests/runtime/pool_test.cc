@@ -16,10 +16,10 @@
 #include "single_node.h"
 
 using namespace oat;
-using oat_test::iota_f;
 using oat_test::attr_i;
 using oat_test::attr_ints;
 using oat_test::attr_s;
+using oat_test::iota_f;
 
 namespace {
 
@@ -161,6 +161,28 @@ TEST_CASE("MaxPool and AveragePool: hand-computed 2-D cases") {
   CHECK(y.to_float_vector() == std::vector<float>{10, 11, 14, 15});
 }
 
+TEST_CASE("MaxPool 2x2 stride 2: NaN and -inf as ONNX Runtime's CPU MaxPool") {
+  // From lowest(), only a larger value replaces the maximum: a NaN never wins against a number,
+  // and a window of -infs and NaNs gives lowest() (the plain 2x2 path and pool_rows alike).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const Tensor X =
+      Tensor::from_vector<float>({1, 1, 2, 8}, {nan, 1, -inf, -inf, nan, nan, 3, -2,  //
+                                                -5, 2, -inf, -inf, nan, nan, nan, -7});
+  for (const std::vector<int64_t>& dil : {std::vector<int64_t>{1, 1}, {1, 2}}) {
+    CAPTURE(dil[1]);  // dilation 2 along W: pool_rows, over columns {0, 2}, {2, 4}, {4, 6}
+    const Tensor y = run_op("MaxPool",
+                            {{"kernel_shape", attr_ints({2, 2})},
+                             {"strides", attr_ints({2, 2})},
+                             {"dilations", attr_ints(dil)}},
+                            {X})[0];
+    if (dil[1] == 1)
+      CHECK(y.to_float_vector() == std::vector<float>{2, std::numeric_limits<float>::lowest(),
+                                                      std::numeric_limits<float>::lowest(), 3});
+    else
+      CHECK(y.to_float_vector() == std::vector<float>{-5, std::numeric_limits<float>::lowest(), 3});
+  }
+}
+
 TEST_CASE("MaxPool: the Indices output, row-major and column-major") {
   Tensor X = Tensor::from_vector<float>({1, 2, 2, 3}, {1, 9, 2, 3, 4, 5,  //
                                                        7, 0, 8, 6, 1, 2});
@@ -190,6 +212,11 @@ TEST_CASE("MaxPool and AveragePool match the direct definition") {
       {"1d", {3, 2, 13}, {4}, {3}, {1, 2}},
       {"3d", {1, 2, 5, 6, 7}, {2, 3, 2}, {2, 1, 2}, {1, 0, 1, 0, 1, 1}},
       {"big enough for threads", {4, 16, 20, 20}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+      // MaxPool's plain 2x2 stride-2 path (Window3::is_plain_2x2): odd sizes leave a row and a
+      // column out; with ceil_mode the last window would leave the image (the general path).
+      {"2d 2x2 s2 odd sizes", {2, 3, 11, 13}, {2, 2}, {2, 2}},
+      {"2d 2x2 s2 threads", {8, 16, 28, 28}, {2, 2}, {2, 2}},
+      {"2d 2x2 s2 ceil_mode", {1, 2, 7, 9}, {2, 2}, {2, 2}, {}, {}, true},
   };
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-5, 5);
@@ -260,8 +287,7 @@ TEST_CASE("DepthToSpace (DCR, CRD) and SpaceToDepth") {
   auto dcr = run_op("DepthToSpace", {{"blocksize", attr_i(2)}}, {X})[0];
   CHECK(dcr.shape() == Shape{1, 2, 2, 2});
   CHECK(dcr.to_float_vector() == std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7});
-  auto crd =
-      run_op("DepthToSpace", {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}}, {X})[0];
+  auto crd = run_op("DepthToSpace", {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}}, {X})[0];
   CHECK(crd.to_float_vector() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
 
   // SpaceToDepth then DepthToSpace (DCR) is the identity, on an integer dtype too.

@@ -45,6 +45,11 @@ bool Window3::is_pointwise() const {
   return true;
 }
 
+bool Window3::is_plain_2x2() const {
+  return nd == 2 && k[1] == 2 && k[2] == 2 && stride[1] == 2 && stride[2] == 2 && dil[1] == 1 &&
+         dil[2] == 1 && pad[1] == 0 && pad[2] == 0 && 2 * out[1] <= in[1] && 2 * out[2] <= in[2];
+}
+
 Window3 window_from_attrs(const KernelContext& ctx, const WindowAttrs& a, const Shape& x_shape,
                           const std::vector<int64_t>& kernel) {
   const int nd = static_cast<int>(x_shape.size()) - 2;

@@ -56,6 +56,9 @@ struct Window3 {
   Shape out_shape() const;
   // A 1x1(x1) kernel with stride 1 and no padding: the input is its own im2col matrix.
   bool is_pointwise() const;
+  // The 2-D 2x2, stride-2 pool window without padding or dilation, every window inside the
+  // image (LeNet, VGG): each input element lies in at most one window.
+  bool is_plain_2x2() const;
 };
 
 // Fills the attribute-derived slots (k, stride, dil, nd) and checks their lengths against the

@@ -56,12 +56,7 @@ Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Sh
 // once, dY at the window's first maximum and 0 at the others (and in rows / columns no window
 // reaches), with no separate zeroing and no running-argmax rows. Same rule as the general path:
 // only a strictly larger value replaces the maximum, starting from -inf, and a window of NaNs /
-// -infs sends its gradient to its first element.
-bool is_plain_2x2(const Window3& w) {
-  return w.nd == 2 && w.k[1] == 2 && w.k[2] == 2 && w.stride[1] == 2 && w.stride[2] == 2 &&
-         w.dil[1] == 1 && w.dil[2] == 1 && w.pad[1] == 0 && w.pad[2] == 0 &&
-         2 * w.out[1] <= w.in[1] && 2 * w.out[2] <= w.in[2];
-}
+// -infs sends its gradient to its first element (Window3::is_plain_2x2).
 
 // v where `keep`, else +0, by masking v's bits: GCC 12 turns `keep ? v : 0` in the loop below
 // into branches, which random data makes unpredictable (2-3x slower).
@@ -137,7 +132,7 @@ class MaxPoolGradKernel : public OpKernel {
     T* dx = pool_grad_output<T>(ctx, X.shape(), w.out_shape());
     const T* dy = ctx.input(0).data<T>();
     const T* x = X.data<T>();
-    if (is_plain_2x2(w)) return max_pool_grad_2x2(x, dy, dx, X.dim(0) * X.dim(1), w);
+    if (w.is_plain_2x2()) return max_pool_grad_2x2(x, dy, dx, X.dim(0) * X.dim(1), w);
     const std::vector<TapRange> tz = tap_ranges(w, 0), ty = tap_ranges(w, 1);
     const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2], sx = w.stride[2];
     const int64_t plane = w.in_size(), P = w.out_size(), planes = X.dim(0) * X.dim(1);

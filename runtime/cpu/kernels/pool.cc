@@ -93,6 +93,27 @@ void pool_rows(const T* x, T* y, int64_t planes, const Window3& w, bool count_in
   }
 }
 
+// MaxPool over plain 2x2 stride-2 windows (Window3::is_plain_2x2), one row of windows at a time,
+// with pool_rows' rule (from lowest(), only a larger value replaces: NaN never does) and no
+// per-tap passes over the row.
+template <class T>
+void max_pool_2x2(const T* x, T* y, int64_t planes, const Window3& w) {
+  const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];
+#pragma omp parallel for schedule(static) if (planes * OH * OW > (1 << 15))
+  for (int64_t nc = 0; nc < planes; ++nc)
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      const T* __restrict r0 = x + nc * IH * IW + 2 * oy * IW;
+      const T* __restrict r1 = r0 + IW;
+      T* __restrict yr = y + (nc * OH + oy) * OW;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        T m = std::numeric_limits<T>::lowest();
+        for (const T v : {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]})
+          m = v > m ? v : m;
+        yr[ox] = m;
+      }
+    }
+}
+
 // MaxPool with the Indices output: the same windows, visited one output at a time.
 template <class T>
 void max_pool_with_indices(const T* x, T* y, int64_t* indices, int64_t planes, const Window3& w,
@@ -145,6 +166,8 @@ class MaxPoolKernel : public OpKernel {
     if (ctx.output_requested(1)) {
       int64_t* indices = ctx.allocate_output(1, DType::I64, Y.shape()).data<int64_t>();
       max_pool_with_indices(X.data<T>(), Y.data<T>(), indices, planes, w, column_major_);
+    } else if (w.is_plain_2x2()) {
+      max_pool_2x2(X.data<T>(), Y.data<T>(), planes, w);
     } else {
       pool_rows<T, true>(X.data<T>(), Y.data<T>(), planes, w, false);
     }

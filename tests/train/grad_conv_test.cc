@@ -240,6 +240,8 @@ TEST_CASE("ConvGrad matches direct loops on tiled and threaded paths") {
       // than one 32-column block.
       check_conv_grad_kernel({5, 1, 28, 28, 6, 5, 5, 1, 1, 2}, dt);
       check_conv_grad_kernel({3, 1, 12, 41, 4, 3, 3, 1, 1, 1}, dt);
+      // A kernel row of 11 taps: several tap groups (direct_taps, 8 or fewer at a time).
+      check_conv_grad_kernel({2, 1, 10, 30, 3, 3, 11, 1, 1, 2}, dt);
     }
   }
   set_num_threads(threads);

@@ -26,15 +26,51 @@ namespace oat::cpu {
 // sums (M · k_size · 32 values) that stay in cache.
 inline bool direct_weight_gradient_applies(const Window3& w, int64_t C, int64_t G, int64_t M) {
   return C == G && w.out[0] == 1 && w.in[0] == 1 && w.k[0] == 1 && w.stride[2] == 1 &&
-         w.dil[2] == 1 && w.out[2] >= 8 && M * w.k_size() * ((w.out[2] + 31) / 32 * 32) <= (int64_t{1} << 14);
+         w.dil[2] == 1 && w.out[2] >= 8 &&
+         M * w.k_size() * ((w.out[2] + 31) / 32 * 32) <= (int64_t{1} << 14);
+}
+
+// The partial sums of kNB taps (a, b0 .. b0 + kNB - 1) of one kernel row for one (image, m):
+// acc[j, ox] += Σ_oy dY[oy, ox] · Xpad[oy·sy + a·dil_y, ox + b0 + j], with x pointing at
+// Xpad's row a·dil_y, column b0. The taps share each dY load and keep kNB x 32 sums in registers
+// (one tap at a time left 2 accumulator chains: FMA latency bound).
+template <int kNB, class T>
+void direct_taps(const T* dpad, int64_t OWr, const T* x, int64_t PW, int64_t OH, int64_t sy,
+                 T* acc) {
+  constexpr int64_t kL = 32;
+  for (int64_t c0 = 0; c0 < OWr; c0 += kL) {
+    T v[kNB][kL] = {};
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      const T* d = dpad + oy * OWr + c0;
+      const T* s = x + oy * sy * PW + c0;
+      for (int j = 0; j < kNB; ++j) {
+#pragma omp simd
+        for (int64_t l = 0; l < kL; ++l) v[j][l] += d[l] * s[j + l];
+      }
+    }
+    for (int j = 0; j < kNB; ++j) {
+#pragma omp simd
+      for (int64_t l = 0; l < kL; ++l) acc[j * OWr + c0 + l] += v[j][l];
+    }
+  }
+}
+
+// direct_taps<nb> for a run-time nb in [1, kMax].
+template <int kMax, class T>
+void direct_taps_upto(int64_t nb, const T* dpad, int64_t OWr, const T* x, int64_t PW, int64_t OH,
+                      int64_t sy, T* acc) {
+  if constexpr (kMax > 1)
+    if (nb < kMax) return direct_taps_upto<kMax - 1>(nb, dpad, OWr, x, PW, OH, sy, acc);
+  direct_taps<kMax>(dpad, OWr, x, PW, OH, sy, acc);
 }
 
 // dW (M x 1 x k) of a Conv with C == G input channels (one per group) over N images; dy is
 // N x M x P, x is N x C x in_size. Runs on up to `threads` threads, each over its own images.
 // Each thread copies an image's input plane into a zero-padded plane (so every tap reads a
 // full OH x OW window) and each dY plane into rows of OWr (OW rounded up to 32) with zero tails;
-// then for each (m, tap) and 32 columns at a time, 32 running sums over the output rows stay in
-// registers:  v[l] += dY[oy, ox0 + l] · Xpad[oy·sy + a·dy, ox0 + l + b].
+// then for each m, kernel row a, group of taps b and 32 columns at a time, the group's running
+// sums over the output rows stay in registers (direct_taps):
+//   v[b][l] += dY[oy, ox0 + l] · Xpad[oy·sy + a·dy, ox0 + l + b].
 template <class T>
 void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C, int64_t M,
                             const Window3& w, int64_t threads) {
@@ -47,12 +83,15 @@ void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C
   // ix = -pad_x .. OWr + KW - 2 - pad_x (zero outside the image).
   const int64_t PH = (OH - 1) * sy + (KH - 1) * dil_y + 1, PW = OWr + KW - 1;
   const int64_t size = M * ks * OWr;
+  constexpr int kGroup = direct_channel_group<T>(kL);  // taps of a kernel row taken at once
+  const int64_t tap_groups = (KW + kGroup - 1) / kGroup;
   const int64_t parts = std::max<int64_t>(1, std::min(threads, N));
   std::vector<T> partial(static_cast<size_t>(parts * size), T(0));
 #pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
   for (int64_t part = 0; part < parts; ++part) {
     T* acc = partial.data() + part * size;
-    std::vector<T> xpad(static_cast<size_t>(PH * PW), T(0)), dpad(static_cast<size_t>(OH * OWr), T(0));
+    std::vector<T> xpad(static_cast<size_t>(PH * PW), T(0)),
+        dpad(static_cast<size_t>(OH * OWr), T(0));
     int64_t last_plane = -1;
     for (int64_t n = N * part / parts; n < N * (part + 1) / parts; ++n)
       for (int64_t m = 0; m < M; ++m) {
@@ -65,21 +104,12 @@ void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C
         const T* dyp = dy + (n * M + m) * P;
         for (int64_t oy = 0; oy < OH; ++oy)
           std::copy(dyp + oy * OW, dyp + (oy + 1) * OW, dpad.data() + oy * OWr);
-        for (int64_t kk = 0; kk < ks; ++kk) {
-          const int64_t a = kk / KW, b = kk % KW;
-          T* accr = acc + (m * ks + kk) * OWr;
-          for (int64_t c0 = 0; c0 < OWr; c0 += kL) {
-            T v[kL] = {};
-            for (int64_t oy = 0; oy < OH; ++oy) {
-              const T* d = dpad.data() + oy * OWr + c0;
-              const T* s = xpad.data() + (oy * sy + a * dil_y) * PW + c0 + b;
-#pragma omp simd
-              for (int64_t l = 0; l < kL; ++l) v[l] += d[l] * s[l];
-            }
-#pragma omp simd
-            for (int64_t l = 0; l < kL; ++l) accr[c0 + l] += v[l];
+        for (int64_t a = 0; a < KH; ++a)
+          for (int64_t g = 0; g < tap_groups; ++g) {
+            const int64_t b0 = KW * g / tap_groups, nb = KW * (g + 1) / tap_groups - b0;
+            direct_taps_upto<kGroup>(nb, dpad.data(), OWr, xpad.data() + a * dil_y * PW + b0, PW,
+                                     OH, sy, acc + (m * ks + a * KW + b0) * OWr);
           }
-        }
       }
   }
   for (int64_t r = 0; r < M * ks; ++r) {

@@ -6,7 +6,7 @@
 //   - depthwise (group == C, one input channel per group): a direct loop over taps, parallel over
 //     (n, m) planes — a GEMM with K = k_size would be all overhead;
 //   - one input channel (C == 1), unit row stride: direct 32-column register blocks over the
-//     taps of a zero-padded copy of the image (conv_direct.h);
+//     taps of a zero-padded copy of the image, several output channels at once (conv_direct.h);
 //   - 3x3, stride 1, 16..256 channels, float/double: Winograd F(2x2, 3x3) (conv_winograd.h);
 //   - otherwise im2col (conv_im2col.h) + GEMM: Y_g (Mg x N·P) = W_g (Mg x K) · col (K x N·P),
 //     the columns cut into cache-sized tiles (column_tiles); a pointwise conv (1x1, stride 1,

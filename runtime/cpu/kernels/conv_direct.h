@@ -5,8 +5,9 @@
 //
 // (Xpad the image with its pads as zeros). im2col + GEMM would copy k_size values per output
 // position for a GEMM of depth k_size. Here each image is copied once into a zero-padded plane
-// whose rows are wide enough for 32-column blocks, and each block of an output row is 32 running
-// sums in registers over the taps. Parallel over images.
+// whose rows are wide enough for 32-column blocks, and each block of an output row holds 32
+// running sums per output channel in registers over the taps, for a group of channels at once
+// (direct_channels). Parallel over images.
 #pragma once
 
 #include <algorithm>

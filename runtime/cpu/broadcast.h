@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/tensor.h"
+#include "runtime/threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -95,8 +96,8 @@ BroadcastLayout<N> broadcast_layout(const Shape& out, const std::array<Shape, N>
 }
 
 // Below this many output elements an elementwise loop runs on one thread: forking costs more
-// than it saves.
-constexpr int64_t kElementwiseParallelMin = 32768;
+// than it saves (runtime/threads.h).
+constexpr int64_t kElementwiseParallelMin = kParallelMinElements;
 
 // Calls f(begin, end) on consecutive ranges covering [0, n): one range below
 // kElementwiseParallelMin, else one per OpenMP thread, split at 64-element (cache line) blocks.

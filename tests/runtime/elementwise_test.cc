@@ -101,16 +101,17 @@ TEST_CASE("broadcast loops match a naive reference (collapsed dims, 1 and 2 thre
     Shape a, b;
   };
   const std::vector<Case> cases = {
-      {{8, 64, 16, 16}, {8, 64, 16, 16}},    // same shape: one contiguous run
-      {{8, 64, 16, 16}, {1, 64, 1, 1}},      // per-channel bias
-      {{64, 16, 16}, {8, 1, 1, 1}},          // rank differs, outer broadcast
-      {{256, 300}, {300}},                   // row broadcast
-      {{256, 300}, {256, 1}},                // column broadcast
-      {{7, 1, 9, 1, 5}, {1, 13, 1, 11, 5}},  // both sides broadcast, alternating
-      {{40000}, {1}},                        // scalar-like [1]
-      {{1}, {3, 50000}},                     // scalar on the left
-      {{0, 3}, {3}},                         // empty
-      {{3, 1, 5}, {3, 7, 1}},                // small: single-threaded path
+      // Outputs above kElementwiseParallelMin (2^18) elements, so 2 threads split them.
+      {{20, 64, 16, 16}, {20, 64, 16, 16}},    // same shape: one contiguous run
+      {{20, 64, 16, 16}, {1, 64, 1, 1}},       // per-channel bias
+      {{64, 16, 16}, {20, 1, 1, 1}},           // rank differs, outer broadcast
+      {{1024, 300}, {300}},                    // row broadcast
+      {{1024, 300}, {1024, 1}},                // column broadcast
+      {{7, 1, 9, 1, 40}, {1, 13, 1, 11, 40}},  // both sides broadcast, alternating
+      {{300000}, {1}},                         // scalar-like [1]
+      {{1}, {3, 100000}},                      // scalar on the left
+      {{0, 3}, {3}},                           // empty
+      {{3, 1, 5}, {3, 7, 1}},                  // small: single-threaded path
   };
   for (int threads : {1, 2}) {
     set_num_threads(threads);

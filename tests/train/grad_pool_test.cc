@@ -132,12 +132,12 @@ TEST_CASE("MaxPool and GlobalMaxPool gradients go to the first maximum on ties (
 }
 
 TEST_CASE("MaxPool 2x2 stride 2 gradient: ties, NaN, -inf, odd sizes, threaded") {
-  // W = 75: rows of 37 windows, more than one of the kernel's blocks of 32.
+  // W = 19 runs on one thread; W = 75 (1.3M elements, above 4 * kParallelMinElements) on all.
   for (const int64_t W : {19, 75}) {
     CAPTURE(W);
     // Odd H and W (the last row and column belong to no window), values from {0..4} so most
-    // windows tie, some NaNs and all-(-inf)/NaN windows; large enough to run on every thread.
-    const int64_t N = 16, C = 32, H = 17, OH = H / 2, OW = W / 2;
+    // windows tie, some NaNs and all-(-inf)/NaN windows.
+    const int64_t N = 16, C = 64, H = 17, OH = H / 2, OW = W / 2;
     Tensor x(DType::F32, {N, C, H, W});
     float* xp = x.data<float>();
     for (int64_t i = 0; i < x.numel(); ++i) xp[i] = static_cast<float>((i * 2654435761u >> 7) % 5);

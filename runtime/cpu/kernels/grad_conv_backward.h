@@ -17,6 +17,7 @@
 
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
+#include "runtime/threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -255,7 +256,7 @@ class ThreadAccumulators {
 // dB[m] = Σ_n Σ_p dY[n, m, p]  (dY is N x M x P).
 template <class T>
 void bias_gradient(const T* dy, int64_t N, int64_t M, int64_t P, T* db) {
-#pragma omp parallel for schedule(static) if (N * M * P > (1 << 16))
+#pragma omp parallel for schedule(static) if (N * M * P > 4 * kParallelMinElements)
   for (int64_t m = 0; m < M; ++m) {
     T acc = T(0);
     for (int64_t n = 0; n < N; ++n)

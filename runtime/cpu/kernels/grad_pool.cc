@@ -22,6 +22,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
+#include "runtime/threads.h"
 
 namespace oat::cpu {
 
@@ -100,7 +101,7 @@ void max_pool_grad_2x2_row(const T* __restrict r0, const T* __restrict r1, const
 template <class T>
 void max_pool_grad_2x2(const T* x, const T* dy, T* dx, int64_t planes, const Window3& w) {
   const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];
-#pragma omp parallel for schedule(static) if (planes * OH * OW > (1 << 15))
+#pragma omp parallel for schedule(static) if (planes * IH * IW > 4 * kParallelMinElements)
   for (int64_t nc = 0; nc < planes; ++nc) {
     const T* xp = x + nc * IH * IW;
     const T* dyp = dy + nc * OH * OW;

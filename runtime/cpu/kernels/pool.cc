@@ -24,6 +24,7 @@
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
+#include "runtime/threads.h"
 
 namespace oat::cpu {
 
@@ -99,7 +100,7 @@ void pool_rows(const T* x, T* y, int64_t planes, const Window3& w, bool count_in
 template <class T>
 void max_pool_2x2(const T* x, T* y, int64_t planes, const Window3& w) {
   const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];
-#pragma omp parallel for schedule(static) if (planes * OH * OW > (1 << 15))
+#pragma omp parallel for schedule(static) if (planes * IH * IW > 4 * kParallelMinElements)
   for (int64_t nc = 0; nc < planes; ++nc)
     for (int64_t oy = 0; oy < OH; ++oy) {
       const T* __restrict r0 = x + nc * IH * IW + 2 * oy * IW;

@@ -1,6 +1,8 @@
 // Thread count for CPU kernels: OpenMP loops and Eigen's GEMM both follow it.
 #pragma once
 
+#include <cstdint>
+
 namespace oat {
 
 // n <= 0 means all hardware threads.
@@ -14,6 +16,6 @@ int num_threads();
 // do less per element (a sum, a 2x2 max) use a multiple of it. On LeNet-5's 2-thread step
 // (Relu/ReluGrad, pooling, conv bias gradients under it) this took the median from 2.13 to
 // 2.01 ms, with 2^15-2^16 before.
-constexpr long long kParallelMinElements = 1LL << 18;
+constexpr int64_t kParallelMinElements = int64_t{1} << 18;
 
 }  // namespace oat

@@ -177,7 +177,7 @@ const std::vector<ConvCase>& conv_cases() {
        {2, 1},
        "",
        false},
-      // Output channels in register groups (direct_channel_group: 8, 3 or 1 a group).
+      // Output channels in register groups (direct_register_group: 8, 3 or 1 a group).
       {"2d one channel, 13 output channels",
        {2, 1, 12, 10},
        13,

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -68,11 +70,12 @@ void direct_channels(const T* xpad, int64_t PW, const T* wt, const T* bias, int6
     }
 }
 
-// How many output channels direct_channels takes at once: their kL-wide accumulators should
-// fill about 3/4 of the vector registers (the rest hold inputs and weights), at most 8: for
-// float, 8 with AVX-512 (16 of 32 zmm), 3 with AVX2 (12 of 16 ymm); for double, 6 and 1.
+// How many kL-wide accumulator rows the register-blocked loops keep at once (output channels in
+// direct_channels, kernel taps in grad_conv_direct.h's direct_taps): about 3/4 of the vector
+// registers (the rest hold inputs and weights), at most 8: for float, 8 with AVX-512 (16 of 32
+// zmm), 3 with AVX2 (12 of 16 ymm); for double, 6 and 1.
 template <class T>
-constexpr int direct_channel_group(int64_t lanes) {
+constexpr int direct_register_group(int64_t lanes) {
 #ifdef __AVX512F__
   constexpr int64_t kVectorBytes = 64, kRegisters = 32;
 #else
@@ -82,13 +85,13 @@ constexpr int direct_channel_group(int64_t lanes) {
   return static_cast<int>(std::clamp<int64_t>(kRegisters * 3 / 4 / per_channel, 1, 8));
 }
 
-// direct_channels<mm> for a run-time mm in [1, kMax].
-template <int kMax, class T>
-void direct_channels_upto(int64_t mm, const T* xpad, int64_t PW, const T* wt, const T* bias,
-                          int64_t m0, T* yn, const Window3& w) {
+// Calls f(std::integral_constant<int, k>{}) for a run-time k in [1, kMax]: the register-blocked
+// loops need their row count at compile time.
+template <int kMax, class F>
+void with_group_size(int64_t k, F&& f) {
   if constexpr (kMax > 1)
-    if (mm < kMax) return direct_channels_upto<kMax - 1>(mm, xpad, PW, wt, bias, m0, yn, w);
-  direct_channels<kMax>(xpad, PW, wt, bias, m0, yn, w);
+    if (k < kMax) return with_group_size<kMax - 1>(k, std::forward<F>(f));
+  f(std::integral_constant<int, kMax>{});
 }
 
 // Y (N x M x P) of X (N x 1 x in_size) and W (M x 1 x k), bias optional. Output channels go
@@ -97,7 +100,7 @@ template <class T>
 void direct_single_channel_conv(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t M,
                                 const Window3& w, int64_t threads) {
   constexpr int64_t kL = 32;
-  constexpr int kGroup = direct_channel_group<T>(kL);
+  constexpr int kGroup = direct_register_group<T>(kL);
   const int64_t ks = w.k_size(), P = w.out_size(), plane = w.in_size();
   const int64_t OH = w.out[1], OW = w.out[2], OWr = (OW + kL - 1) / kL * kL;
   const int64_t KH = w.k[1], KW = w.k[2], IH = w.in[1], IW = w.in[2];
@@ -112,7 +115,9 @@ void direct_single_channel_conv(const T* x, const T* wt, const T* bias, T* y, in
       pad_plane(x + n * plane, IH, IW, w.pad[1], w.pad[2], PH, PW, xpad.data());
       for (int64_t g = 0; g < groups; ++g) {
         const int64_t m0 = M * g / groups, mm = M * (g + 1) / groups - m0;
-        direct_channels_upto<kGroup>(mm, xpad.data(), PW, wt, bias, m0, y + n * M * P, w);
+        with_group_size<kGroup>(mm, [&](auto k) {
+          direct_channels<decltype(k)::value>(xpad.data(), PW, wt, bias, m0, y + n * M * P, w);
+        });
       }
     }
   }

@@ -55,15 +55,6 @@ void direct_taps(const T* dpad, int64_t OWr, const T* x, int64_t PW, int64_t OH,
   }
 }
 
-// direct_taps<nb> for a run-time nb in [1, kMax].
-template <int kMax, class T>
-void direct_taps_upto(int64_t nb, const T* dpad, int64_t OWr, const T* x, int64_t PW, int64_t OH,
-                      int64_t sy, T* acc) {
-  if constexpr (kMax > 1)
-    if (nb < kMax) return direct_taps_upto<kMax - 1>(nb, dpad, OWr, x, PW, OH, sy, acc);
-  direct_taps<kMax>(dpad, OWr, x, PW, OH, sy, acc);
-}
-
 // dW (M x 1 x k) of a Conv with C == G input channels (one per group) over N images; dy is
 // N x M x P, x is N x C x in_size. Runs on up to `threads` threads, each over its own images.
 // Each thread copies an image's input plane into a zero-padded plane (so every tap reads a
@@ -83,7 +74,7 @@ void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C
   // ix = -pad_x .. OWr + KW - 2 - pad_x (zero outside the image).
   const int64_t PH = (OH - 1) * sy + (KH - 1) * dil_y + 1, PW = OWr + KW - 1;
   const int64_t size = M * ks * OWr;
-  constexpr int kGroup = direct_channel_group<T>(kL);  // taps of a kernel row taken at once
+  constexpr int kGroup = direct_register_group<T>(kL);  // taps of a kernel row taken at once
   const int64_t tap_groups = (KW + kGroup - 1) / kGroup;
   const int64_t parts = std::max<int64_t>(1, std::min(threads, N));
   std::vector<T> partial(static_cast<size_t>(parts * size), T(0));
@@ -107,8 +98,10 @@ void direct_weight_gradient(const T* dy, const T* x, T* dw, int64_t N, int64_t C
         for (int64_t a = 0; a < KH; ++a)
           for (int64_t g = 0; g < tap_groups; ++g) {
             const int64_t b0 = KW * g / tap_groups, nb = KW * (g + 1) / tap_groups - b0;
-            direct_taps_upto<kGroup>(nb, dpad.data(), OWr, xpad.data() + a * dil_y * PW + b0, PW,
-                                     OH, sy, acc + (m * ks + a * KW + b0) * OWr);
+            with_group_size<kGroup>(nb, [&](auto k) {
+              direct_taps<decltype(k)::value>(dpad.data(), OWr, xpad.data() + a * dil_y * PW + b0,
+                                              PW, OH, sy, acc + (m * ks + a * KW + b0) * OWr);
+            });
           }
       }
   }

@@ -52,13 +52,6 @@ Window3 pool_window(const KernelContext& ctx, const WindowAttrs& attrs, const Sh
   return forward_window(ctx, attrs, xs, attrs.kernel_shape);
 }
 
-// The 2x2, stride-2 pool without padding or dilation whose windows all lie inside the image
-// (LeNet, VGG): each dX element belongs to at most one window, so one pass writes every element
-// once, dY at the window's first maximum and 0 at the others (and in rows / columns no window
-// reaches), with no separate zeroing and no running-argmax rows. Same rule as the general path:
-// only a strictly larger value replaces the maximum, starting from -inf, and a window of NaNs /
-// -infs sends its gradient to its first element (Window3::is_plain_2x2).
-
 // v where `keep`, else +0, by masking v's bits: GCC 12 turns `keep ? v : 0` in the loop below
 // into branches, which random data makes unpredictable (2-3x slower).
 template <class T>
@@ -98,6 +91,12 @@ void max_pool_grad_2x2_row(const T* __restrict r0, const T* __restrict r1, const
   }
 }
 
+// The 2x2, stride-2 pool without padding or dilation whose windows all lie inside the image
+// (LeNet, VGG): each dX element belongs to at most one window, so one pass writes every element
+// once, dY at the window's first maximum and 0 at the others (and in rows / columns no window
+// reaches), with no separate zeroing and no running-argmax rows. Same rule as the general path:
+// only a strictly larger value replaces the maximum, starting from -inf, and a window of NaNs /
+// -infs sends its gradient to its first element (Window3::is_plain_2x2).
 template <class T>
 void max_pool_grad_2x2(const T* x, const T* dy, T* dx, int64_t planes, const Window3& w) {
   const int64_t OH = w.out[1], OW = w.out[2], IH = w.in[1], IW = w.in[2];

@@ -14,7 +14,9 @@ void set_num_threads(int n) {
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
-  Eigen::setNbThreads(n);
+  // Eigen's GEMM would thread itself (with spinning synchronisation) outside a parallel region;
+  // every product is split over OpenMP threads by split_product (cpu/kernels/gemm_split.h).
+  Eigen::setNbThreads(1);
 }
 
 int num_threads() {

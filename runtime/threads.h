@@ -1,4 +1,5 @@
-// Thread count for CPU kernels: OpenMP loops and Eigen's GEMM both follow it.
+// Thread count for CPU kernels: OpenMP loops follow it, and so do the GEMMs (split into one
+// single-threaded Eigen product per thread by cpu/kernels/gemm_split.h).
 #pragma once
 
 #include <cstdint>

@@ -147,7 +147,7 @@ TEST_CASE("MatMulGrad kernel: threaded and broadcast paths against direct loops"
   SUBCASE("many small products, one per thread") { check_batched_matmul_grad(16, 16, 7, 9, 5); }
   SUBCASE("B broadcast: dB sums over the batch") { check_batched_matmul_grad(12, 1, 20, 33, 17); }
   SUBCASE("A broadcast: dA sums over the batch") { check_batched_matmul_grad(1, 12, 20, 33, 17); }
-  SUBCASE("large products on Eigen's threads") { check_batched_matmul_grad(3, 3, 130, 70, 90); }
+  SUBCASE("large products split over the threads") { check_batched_matmul_grad(3, 3, 130, 70, 90); }
 }
 
 TEST_CASE("MatMulGrad kernel: a dY of the wrong shape is named") {

@@ -12,8 +12,8 @@
 //     the columns cut into cache-sized tiles (column_tiles); a pointwise conv (1x1, stride 1,
 //     no pads) reads its columns straight from X.
 // With at least as many (group, tile) tasks as threads the tasks run in parallel, each with a
-// single-threaded GEMM and its own im2col buffer; otherwise the tasks run in turn and Eigen
-// spreads each GEMM over the threads.
+// single-threaded GEMM and its own im2col buffer; otherwise the tasks run in turn and each GEMM
+// is split over the threads (gemm_split.h).
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing
 // (gemm_pack_rhs / ptranspose); it must be silenced before the first include pulls in immintrin.h.

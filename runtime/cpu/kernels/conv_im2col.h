@@ -14,11 +14,10 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
+#include "runtime/cpu/kernels/gemm_split.h"
 
 namespace oat::cpu {
 
-template <class T>
-using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using StridedMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 template <class T>
@@ -26,15 +25,15 @@ using ConstStridedMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned, Ei
 
 // C (m x n) += A (m x k) · B (k x n); row-major with leading dimensions lda, ldb, ldc.
 // (Accumulating lets the caller start C at the bias: `C = A·B` would cost Eigen an extra pass
-// to zero C.) Eigen runs it on oat::num_threads() threads unless called inside an OpenMP
-// parallel region.
+// to zero C.) Threaded by split_product (gemm_split.h) unless called inside an OpenMP parallel
+// region.
 template <class T>
 void gemm_accumulate(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
                      int64_t n, int64_t k) {
   ConstStridedMap<T> A(a, m, k, Eigen::OuterStride<>(lda));
   ConstStridedMap<T> B(b, k, n, Eigen::OuterStride<>(ldb));
   StridedMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
-  C.noalias() += A * B;
+  threaded_product(C, A, B, true);
 }
 
 // A per-thread scratch buffer that only grows (OpenMP threads persist, so the im2col matrix is

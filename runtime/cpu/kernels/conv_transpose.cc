@@ -73,11 +73,11 @@ class ConvTransposeKernel : public OpKernel {
       Eigen::Map<const RowMajorMatrix<T>> Wg(wt + g * Cg * Mg * ks, Cg, Mg * ks);
       Eigen::Map<const RowMajorMatrix<T>> Xg(xg, Cg, Pin);
       if (pointwise) {
-        Eigen::Map<RowMajorMatrix<T>>(yg, Mg, Pout).noalias() += Wg.transpose() * Xg;
+        threaded_product(Eigen::Map<RowMajorMatrix<T>>(yg, Mg, Pout), Wg.transpose(), Xg, true);
         return;
       }
       T* col = thread_scratch<T>(static_cast<size_t>(Mg * ks * Pin));
-      Eigen::Map<RowMajorMatrix<T>>(col, Mg * ks, Pin).noalias() = Wg.transpose() * Xg;
+      threaded_product(Eigen::Map<RowMajorMatrix<T>>(col, Mg * ks, Pin), Wg.transpose(), Xg, false);
       col2im(col, Mg, w, yg, parallel_inside);
     };
     const int64_t tasks = N * G, threads = num_threads();

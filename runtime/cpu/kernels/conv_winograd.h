@@ -13,7 +13,8 @@
 // from the direct sum by rounding alone (a few ulps of the largest partial sums).
 //
 // Tiles are processed in blocks (over all images) whose V and Mx fit in cache; blocks run in
-// parallel with single-threaded GEMMs, or in turn with Eigen's threads when there are few.
+// parallel with single-threaded GEMMs, or in turn with each GEMM split over the threads
+// (gemm_split.h) when there are few.
 #pragma once
 
 #include <algorithm>
@@ -173,7 +174,7 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < blocks; ++b) block(b);
   } else {
-    for (int64_t b = 0; b < blocks; ++b) block(b);  // Eigen threads the GEMMs
+    for (int64_t b = 0; b < blocks; ++b) block(b);  // gemm_accumulate threads the GEMMs
   }
 }
 

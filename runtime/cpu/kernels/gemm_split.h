@@ -29,7 +29,11 @@ inline int gemm_parts(int64_t M, int64_t N, int64_t K) {
 #ifdef _OPENMP
   if (omp_in_parallel()) return 1;
 #endif
-  constexpr int64_t kMinWork = int64_t{1} << 17;
+  // 2^21 multiply-adds take one core ~40 µs, about what waking the sleeping OpenMP threads costs
+  // (runtime/threads.h): a product is split only when each strip saves more than that. An LSTM's
+  // recurrent [8, 256] x [256, 1024] step (2^21) now runs on one thread: bench/lstm_bench went
+  // from 32 to 24 ms at 2 threads, with 2^17 before (bench/README.md).
+  constexpr int64_t kMinWork = int64_t{1} << 21;
   const int64_t threads = num_threads();
   const int64_t by_work = (M * N * K) / kMinWork;
   const int64_t by_size = std::max(M, N) / 8;
@@ -62,6 +66,21 @@ void split_product(CMat& C, const AOp& opA, const BOp& opB, int64_t M, int64_t N
   }
 }
 
+// C = A·B (C += A·B when accumulate) for Eigen operands: Maps, strided Maps, transposes.
+// Every GEMM of the CPU kernels goes through split_product, here or in row_major_gemm: outside a
+// parallel region it uses the threads, inside one it runs on the calling thread. Eigen's own GEMM
+// threading is off (set_num_threads), so no product synchronises by spinning.
+template <class CMat, class AOp, class BOp>
+void threaded_product(CMat C, const AOp& A, const BOp& B, bool accumulate) {
+  split_product(C, A, B, A.rows(), B.cols(), A.cols(),
+                [accumulate](auto& Cs, const auto& a, const auto& b) {
+                  if (accumulate)
+                    Cs.noalias() += a * b;
+                  else
+                    Cs.noalias() = a * b;
+                });
+}
+
 template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -69,8 +88,8 @@ using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 // stored [M,K] ([K,M] when ta), B is stored [K,N] ([N,K] when tb), all row-major; Eigen::Maps
 // over the buffers, transposes read in place, strips threaded by split_product. For F32/F64.
 template <class T>
-void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N,
-                    int64_t K, T alpha, bool accumulate) {
+void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, int64_t N, int64_t K,
+                    T alpha, bool accumulate) {
   Eigen::Map<const RowMajorMatrix<T>> A(a, ta ? K : M, ta ? M : K), B(b, tb ? N : K, tb ? K : N);
   Eigen::Map<RowMajorMatrix<T>> C(c, M, N);
   if (K == 0) {  // empty inner dimension: the product is zero

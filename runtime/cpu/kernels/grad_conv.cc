@@ -143,15 +143,17 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
             col = buf;
             ld = width;
           }
-          StridedMap<T>(dwg, Mg, K, Eigen::OuterStride<>(K)).noalias() +=
-              D * ConstStridedMap<T>(col, K, width, Eigen::OuterStride<>(ld)).transpose();
+          threaded_product(StridedMap<T>(dwg, Mg, K, Eigen::OuterStride<>(K)), D,
+                           ConstStridedMap<T>(col, K, width, Eigen::OuterStride<>(ld)).transpose(),
+                           true);
         }
         if (dx) {
           if (pointwise) {
-            StridedMap<T>(dx_of(n) + p0, Cg, width, Eigen::OuterStride<>(P)).noalias() +=
-                Wg.transpose() * D;
+            threaded_product(StridedMap<T>(dx_of(n) + p0, Cg, width, Eigen::OuterStride<>(P)),
+                             Wg.transpose(), D, true);
           } else {
-            Eigen::Map<RowMajorMatrix<T>>(buf, K, width).noalias() = Wg.transpose() * D;
+            threaded_product(Eigen::Map<RowMajorMatrix<T>>(buf, K, width), Wg.transpose(), D,
+                             false);
             col2im_range(buf, width, Cg, w, p0, p0 + width, dx_of(n), inside);
           }
         }
@@ -171,11 +173,11 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
     if (dwg) {
       for (int64_t n = n0; n < n1; ++n)
         im2col_image(x_of(n), Cg, w, buf + (n - n0) * P, width, inside);
-      Eigen::Map<RowMajorMatrix<T>>(dwg, Mg, K).noalias() +=
-          D * Eigen::Map<const RowMajorMatrix<T>>(buf, K, width).transpose();
+      threaded_product(Eigen::Map<RowMajorMatrix<T>>(dwg, Mg, K), D,
+                       Eigen::Map<const RowMajorMatrix<T>>(buf, K, width).transpose(), true);
     }
     if (dx) {
-      Eigen::Map<RowMajorMatrix<T>>(buf, K, width).noalias() = Wg.transpose() * D;
+      threaded_product(Eigen::Map<RowMajorMatrix<T>>(buf, K, width), Wg.transpose(), D, false);
       for (int64_t n = n0; n < n1; ++n)
         col2im_image(buf + (n - n0) * P, width, Cg, w, dx_of(n), inside);
     }

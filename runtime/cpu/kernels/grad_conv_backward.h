@@ -207,7 +207,7 @@ BackwardTiles backward_tiles(int64_t N, int64_t P, int64_t K, int64_t rows, int6
 
 // Runs task(t, parallel_inside) for t in [0, tasks): in parallel, with single-threaded GEMMs,
 // when there are at least as many tasks as threads; else one after another, each task spreading
-// its own work (Eigen's GEMM, im2col) over the threads. Tasks go to threads round-robin
+// its own work (the GEMMs by gemm_split.h, im2col) over the threads. Tasks go to threads round-robin
 // (static, 1), not first-come: each thread's dW partial sum (ThreadAccumulators) then covers the
 // same tasks in the same order every run, so training is bit-for-bit repeatable (with dynamic
 // scheduling a 2-thread LeNet-5 run moved by tenths of a point of accuracy from run to run).

@@ -59,11 +59,12 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
         }
         ConstStridedMap<T> Col(col, K, width, Eigen::OuterStride<>(ld));
         if (dwg)
-          StridedMap<T>(dwg, Cg, K, Eigen::OuterStride<>(K)).noalias() +=
-              ConstStridedMap<T>(x_of(n) + p0, Cg, width, Eigen::OuterStride<>(Pin)) *
-              Col.transpose();
+          threaded_product(StridedMap<T>(dwg, Cg, K, Eigen::OuterStride<>(K)),
+                           ConstStridedMap<T>(x_of(n) + p0, Cg, width, Eigen::OuterStride<>(Pin)),
+                           Col.transpose(), true);
         if (dx)
-          StridedMap<T>(dx_of(n) + p0, Cg, width, Eigen::OuterStride<>(Pin)).noalias() = Wg * Col;
+          threaded_product(StridedMap<T>(dx_of(n) + p0, Cg, width, Eigen::OuterStride<>(Pin)), Wg,
+                           Col, false);
       }
       return;
     }
@@ -79,10 +80,10 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
       for (int64_t n = n0; n < n1; ++n)
         for (int64_t c = 0; c < Cg; ++c)
           std::copy(x_of(n) + c * Pin, x_of(n) + (c + 1) * Pin, d + c * width + (n - n0) * Pin);
-      Eigen::Map<RowMajorMatrix<T>>(dwg, Cg, K).noalias() += D * Col.transpose();
+      threaded_product(Eigen::Map<RowMajorMatrix<T>>(dwg, Cg, K), D, Col.transpose(), true);
     }
     if (dx) {
-      D.noalias() = Wg * Col;
+      threaded_product(D, Wg, Col, false);
       for (int64_t n = n0; n < n1; ++n)
         for (int64_t c = 0; c < Cg; ++c) {
           const T* src = d + c * width + (n - n0) * Pin;

@@ -45,7 +45,8 @@ void require_dtype_of_grad(const KernelContext& ctx) {
 // out[t] = Σ_{i : target[i] == t} product(i, out[t]) for t < targets: each target matrix is
 // owned by one thread, so a broadcast operand's sum needs no locks. `product(i, dst, acc)`
 // writes (acc=false) or adds (acc=true) batch entry i's term into dst. Many small targets run
-// one per thread (each GEMM single-threaded); few or large ones use Eigen's own threads.
+// one per thread (each GEMM single-threaded); few or large ones split each GEMM over the threads
+// (gemm_split.h).
 template <class F>
 void accumulate_batches(const std::vector<int64_t>& target, int64_t targets, int64_t flops,
                         const F& product) {

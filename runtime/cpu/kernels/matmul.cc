@@ -72,7 +72,8 @@ void matmul_kernel(KernelContext& ctx) {
     off_b[i] *= K * N;
   }
   // Many small products (attention heads): one GEMM per thread, each single-threaded (Eigen
-  // does not nest its OpenMP GEMM inside a parallel region). Few large ones: Eigen's threads.
+  // does not nest its OpenMP GEMM inside a parallel region). Few large ones: each split over the
+  // threads (gemm_split.h).
   const bool per_batch_threads = nb >= num_threads() && M * N * K < (int64_t{1} << 24);
 #pragma omp parallel for schedule(dynamic) if (per_batch_threads)
   for (int64_t i = 0; i < nb; ++i)

@@ -1,0 +1,112 @@
+// The GEMM threading of the CPU kernels (runtime/cpu/kernels/gemm_split.h): products cut into
+// strips of rows or columns, each a single-threaded Eigen GEMM, against direct loops in double.
+#include "runtime/cpu/kernels/gemm_split.h"
+
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/threads.h"
+
+using oat::cpu::gemm_parts;
+using oat::cpu::row_major_gemm;
+using oat::cpu::threaded_product;
+
+namespace {
+
+std::vector<float> random_values(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// max |row_major_gemm - direct| over C, for A stored [M,K] ([K,M] when ta), B [K,N] ([N,K] when tb).
+double gemm_error(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, bool accumulate) {
+  std::mt19937 rng(static_cast<unsigned>(M * 7 + N * 3 + K + ta * 2 + tb));
+  const auto a = random_values(static_cast<size_t>(M * K), rng);
+  const auto b = random_values(static_cast<size_t>(K * N), rng);
+  auto c = random_values(static_cast<size_t>(M * N), rng);
+  std::vector<double> want(c.size());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += double(a[ta ? k * M + i : i * K + k]) * double(b[tb ? j * K + k : k * N + j]);
+      want[i * N + j] = alpha * s + (accumulate ? c[i * N + j] : 0.0);
+    }
+  row_major_gemm<float>(a.data(), ta, b.data(), tb, c.data(), M, N, K, alpha, accumulate);
+  double err = 0;
+  for (size_t i = 0; i < c.size(); ++i) err = std::max(err, std::abs(c[i] - want[i]));
+  return err;
+}
+
+struct ThreadsGuard {
+  explicit ThreadsGuard(int n) { oat::set_num_threads(n); }
+  ~ThreadsGuard() { oat::set_num_threads(0); }
+};
+
+}  // namespace
+
+TEST_CASE("gemm_parts: strips only where each has 2^21 multiply-adds, never nested") {
+  ThreadsGuard threads(2);
+  CHECK(gemm_parts(8, 1024, 256) == 1);  // an LSTM step: 2^21, one thread
+  CHECK(gemm_parts(300, 200, 80) == 2);  // 4.8M
+  CHECK(gemm_parts(4, 4096, 4096) == 2);
+  CHECK(gemm_parts(4, 12, 1 << 20) == 1);  // too few rows and columns to cut
+  int nested = -1;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    nested = gemm_parts(300, 200, 80);
+  }
+  CHECK(nested == 1);
+  oat::set_num_threads(1);
+  CHECK(gemm_parts(300, 200, 80) == 1);
+}
+
+TEST_CASE("row_major_gemm: split by rows and by columns agrees with direct loops") {
+  for (int threads : {1, 2}) {
+    ThreadsGuard guard(threads);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(threads);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // rows (M >= N) and columns (N > M), above the threshold; a small one; K = 0.
+        CHECK(gemm_error(300, 200, 80, ta, tb, 1.f, false) < 1e-4);
+        CHECK(gemm_error(40, 900, 130, ta, tb, 0.5f, true) < 1e-4);
+        CHECK(gemm_error(5, 7, 3, ta, tb, 2.f, true) < 1e-5);
+        CHECK(gemm_error(6, 9, 0, ta, tb, 1.f, true) == 0.0);
+      }
+  }
+}
+
+TEST_CASE("threaded_product: strided maps and a transposed operand, split over two threads") {
+  ThreadsGuard guard(2);
+  using Strided = Eigen::Map<oat::cpu::RowMajorMatrix<float>, Eigen::Unaligned, Eigen::OuterStride<>>;
+  using ConstStrided =
+      Eigen::Map<const oat::cpu::RowMajorMatrix<float>, Eigen::Unaligned, Eigen::OuterStride<>>;
+  const int64_t M = 64, N = 700, K = 100, lda = 110, ldb = 130, ldc = 720;
+  REQUIRE(gemm_parts(M, N, K) == 2);
+  std::mt19937 rng(5);
+  const auto a = random_values(static_cast<size_t>(M * lda), rng);
+  const auto bt = random_values(static_cast<size_t>(N * ldb), rng);  // Bᵀ stored [N, K], ld 130
+  auto c = random_values(static_cast<size_t>(M * ldc), rng);
+  const auto before = c;
+  threaded_product(Strided(c.data(), M, N, Eigen::OuterStride<>(ldc)),
+                   ConstStrided(a.data(), M, K, Eigen::OuterStride<>(lda)),
+                   ConstStrided(bt.data(), N, K, Eigen::OuterStride<>(ldb)).transpose(), true);
+  double err = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      double want = before[i * ldc + j];
+      if (j < N)
+        for (int64_t k = 0; k < K; ++k) want += double(a[i * lda + k]) * bt[j * ldb + k];
+      err = std::max(err, std::abs(c[i * ldc + j] - want));  // the padding columns unchanged
+    }
+  CHECK(err < 1e-4);
+}

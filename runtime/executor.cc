@@ -19,6 +19,7 @@ struct Executor::Step {
   std::vector<int> release;  // slots whose last use is this step
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> kernels;
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> host_kernels;  // device executor, CPU-placed
+  bool folded = false;  // a Constant whose output is held in constants_ (runs only when observed)
 };
 
 namespace {
@@ -169,6 +170,22 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   }
   constants_.resize(slots_.size());
   for (const auto& [name, t] : graph_.initializers) constants_[slots_.at(name)] = t;
+  // Constant nodes are evaluated once, here, and their outputs held like initializers: no copy of
+  // the value at every run, and on a device a floating one is uploaded once, not before every
+  // node that reads it. With an observer (check, the profilers) the node still runs, so it is
+  // seen like any other.
+  for (Step& s : steps_) {
+    if (s.node->op != OpId::Constant || s.out.size() != 1 || s.out[0] < 0) continue;
+    const std::vector<const Tensor*> none;
+    std::vector<Tensor> outs(1);
+    auto kernel = registry_->create(*s.node, Device::CPU, kernel_dtype_key(*s.node, none));
+    KernelContext ctx(*s.node, none, &outs, Device::CPU, nullptr, {});
+    kernel->compute(ctx);
+    if (!outs[0].defined())
+      throw Error(cat(s.node->describe(), ": kernel did not produce output 0"));
+    constants_[static_cast<size_t>(s.out[0])] = std::move(outs[0]);
+    s.folded = true;
+  }
   // On a device, floating constants are uploaded at their first run without a feed that replaces
   // them (run_impl), then kept: the Trainer feeds its device-resident state for the training
   // graph's parameter and optimizer initializers, which would otherwise be a second, never-read
@@ -317,6 +334,7 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
   std::vector<const Tensor*> in;
   for (size_t step = 0; step < steps_.size(); ++step) {
     Step& s = steps_[step];
+    if (s.folded && !observer_) continue;
     const Node& node = *s.node;
     in.clear();
     for (int slot : s.in) {

@@ -92,6 +92,7 @@ void CudaContext::upload_bytes(void* dst, const void* src, size_t n) {
   }
   // Pageable host memory: cudaMemcpyAsync stages it before returning, so `src` may die after.
   CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream_));
+  ++uploads_;
 }
 
 Tensor CudaContext::download(const Tensor& t) {

@@ -41,6 +41,8 @@ class CudaContext final : public DeviceContext {
   // be reused at once (pageable: staged by the driver; during capture: copied into pinned memory
   // kept with the graph).
   void upload_bytes(void* dst, const void* src, size_t n);
+  // Host-to-device copies queued so far by upload/upload_bytes (tests count them).
+  uint64_t uploads() const { return uploads_; }
 
   cudaStream_t stream() const { return stream_; }
   uint64_t stream_id() const { return id_; }
@@ -61,6 +63,7 @@ class CudaContext final : public DeviceContext {
   bool capturing_ = false;
   uint64_t capture_pool_ = 0;
   std::vector<void*> capture_pinned_;  // pinned host copies of data uploaded during a capture
+  uint64_t uploads_ = 0;
   void set_alloc_id(uint64_t id);
   void release_capture_resources();
 };

@@ -35,6 +35,14 @@ void huge_kernel(KernelContext& ctx) {
 }
 // y = x, sharing x's storage (as Reshape and Identity do).
 void alias_kernel(KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }
+// Constant: [1, 2], counting its runs.
+int constant_runs = 0;
+void constant_kernel(KernelContext& ctx) {
+  ++constant_runs;
+  Tensor& y = ctx.allocate_output(0, DType::F32, {2});
+  y.data<float>()[0] = 1;
+  y.data<float>()[1] = 2;
+}
 
 const KernelRegistry& test_registry() {
   static const KernelRegistry r = [] {
@@ -44,6 +52,7 @@ const KernelRegistry& test_registry() {
     reg.add(OpId::Abs, Device::CPU, DType::F32, function_kernel(throwing_kernel));
     reg.add(OpId::Relu, Device::CPU, DType::F32, function_kernel(huge_kernel));
     reg.add(OpId::Identity, Device::CPU, DType::F32, function_kernel(alias_kernel));
+    reg.add(OpId::Constant, Device::CPU, kAnyDType, function_kernel(constant_kernel));
     return reg;
   }();
   return r;
@@ -218,6 +227,33 @@ TEST_CASE("a feed may override an initializer (old-IR inputs with defaults)") {
         std::vector<float>{10, 20});
   // The initializer itself is untouched by runs.
   CHECK(g.initializers["w"].to_float_vector() == std::vector<float>{1, 2});
+}
+
+TEST_CASE("a Constant node is evaluated once, when the executor is made, unless observed") {
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs.push_back(input_info("x", {Dim{2, ""}}));
+  g.outputs.push_back({"y", DType::F32, std::nullopt});
+  g.nodes.push_back(make_node("c", OpId::Constant, {}, {"c_out"}));
+  g.nodes.push_back(make_node("add", OpId::Add, {"x", "c_out"}, {"y"}));
+  constant_runs = 0;
+  Executor exec(g, test_options());
+  CHECK(constant_runs == 1);
+  const Tensor x = Tensor::from_vector<float>({2}, {10, 20});
+  for (int i = 0; i < 3; ++i)
+    CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
+  CHECK(constant_runs == 1);
+  // Fetched, it is the value held (the same storage at every run).
+  const Tensor c1 = exec.run({{"x", x}}, {"c_out"}).at("c_out");
+  const Tensor c2 = exec.run({{"x", x}}, {"c_out"}).at("c_out");
+  CHECK(c1.to_float_vector() == std::vector<float>{1, 2});
+  CHECK(c1.raw_data() == c2.raw_data());
+  // An observer (check's per-node comparison) sees the node run, as every other node.
+  std::vector<std::string> seen;
+  exec.set_observer([&](const Node& n, const std::vector<Tensor>&) { seen.push_back(n.name); });
+  CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
+  CHECK(seen == std::vector<std::string>{"c", "add"});
+  CHECK(constant_runs == 2);
 }
 
 TEST_CASE("executor errors name the node") {

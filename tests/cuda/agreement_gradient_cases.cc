@@ -347,6 +347,15 @@ void add_gradient_cases(std::vector<Case>& v) {
                1,
                {{"reduction", attr_s("none")}, {"ignore_index", attr_i(2)}},
                {flt({4}), flt({4, 5}), ints({0, 4, 2, 2}), pos({5})}});
+  // [N, C, D...] scores (a segmentation map): the gradient kernel's (n, c, d) digits with D > 1.
+  v.push_back({"SoftmaxCrossEntropyLossGrad",
+               1,
+               {{"from_scores", attr_i(1)}, {"ignore_index", attr_i(1)}},
+               {flt({}), flt({3, 4, 2, 3}),
+                ints({0, 1, 3, 2, 2, 0, 3, 3, 1, 0, 2, 1, 0, 0, 3, 2, 1, 3}, {3, 2, 3}), pos({4})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "spatial"});
   v.push_back({"NegativeLogLikelihoodLossGrad",
                1,
                {{"reduction", attr_s("sum")}},

@@ -56,12 +56,25 @@ __global__ void weight_sum_kernel(const I* tgt, const T* weight, float* out, Los
   if (threadIdx.x == 0) *out = wsum;
 }
 
-template <class T, class I>
+// dX over [N, C, D]. kIndex32 (N·C·D < 2^31, the common case): the (n, c, d) digits by 32-bit
+// multiply-and-shift division (IndexDivider) instead of three 64-bit divisions per element, which
+// would make the kernel compute-bound on a language model's [tokens, vocabulary] logits.
+template <class T, class I, bool kIndex32>
 __global__ void nll_backward_kernel(const T* dloss, bool dloss_scalar, const T* lp, bool softmax,
                                     const I* tgt, const T* weight, T* dx, const float* nu,
-                                    LossShape s) {
+                                    LossShape s, IndexDivider div_d, IndexDivider div_c) {
   OAT_GRID_STRIDE_LOOP(e, s.N * s.C * s.D) {
-    const int64_t d = e % s.D, c = (e / s.D) % s.C, n = e / (s.C * s.D);
+    int64_t n, c, d;
+    if constexpr (kIndex32) {
+      const uint32_t e32 = static_cast<uint32_t>(e), q = div_d.div(e32), m = div_c.div(q);
+      d = e32 - q * div_d.divisor;
+      c = q - m * div_c.divisor;
+      n = m;
+    } else {
+      d = e % s.D;
+      c = (e / s.D) % s.C;
+      n = e / (s.C * s.D);
+    }
     const int64_t j = n * s.D + d;
     int64_t t;
     const float w = weight_of(tgt, weight, j, s, &t);
@@ -115,10 +128,18 @@ void launch_nll_backward(ElemType t, const void* dloss, bool dloss_scalar, const
       const T* w = static_cast<const T*>(weight);
       const bool mean = s.reduction == LossReduction::Mean;
       if (mean) weight_sum_kernel<T, I><<<1, kThreads, 0, st>>>(tg, w, scratch, s);
-      if (n > 0)
-        nll_backward_kernel<T, I><<<blocks_for(n), kThreads, 0, st>>>(
-            static_cast<const T*>(dloss), dloss_scalar, static_cast<const T*>(log_prob), softmax,
-            tg, w, static_cast<T*>(dx), mean ? scratch : nullptr, s);
+      if (n <= 0) return;
+      const T* dl = static_cast<const T*>(dloss);
+      const T* lp = static_cast<const T*>(log_prob);
+      T* out = static_cast<T*>(dx);
+      float* nu = mean ? scratch : nullptr;
+      if (n < (int64_t{1} << 31))
+        nll_backward_kernel<T, I, true><<<blocks_for(n), kThreads, 0, st>>>(
+            dl, dloss_scalar, lp, softmax, tg, w, out, nu, s,
+            IndexDivider(static_cast<uint32_t>(s.D)), IndexDivider(static_cast<uint32_t>(s.C)));
+      else
+        nll_backward_kernel<T, I, false><<<blocks_for(n), kThreads, 0, st>>>(
+            dl, dloss_scalar, lp, softmax, tg, w, out, nu, s, IndexDivider(), IndexDivider());
     });
   });
   CUDA_CHECK_LAUNCH();

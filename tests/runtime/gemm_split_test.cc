@@ -24,7 +24,8 @@ std::vector<float> random_values(size_t n, std::mt19937& rng) {
   return v;
 }
 
-// max |row_major_gemm - direct| over C, for A stored [M,K] ([K,M] when ta), B [K,N] ([N,K] when tb).
+// max |row_major_gemm - direct| over C, for A stored [M,K] ([K,M] when ta), B [K,N] ([N,K] when
+// tb).
 double gemm_error(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, bool accumulate) {
   std::mt19937 rng(static_cast<unsigned>(M * 7 + N * 3 + K + ta * 2 + tb));
   const auto a = random_values(static_cast<size_t>(M * K), rng);
@@ -87,7 +88,8 @@ TEST_CASE("row_major_gemm: split by rows and by columns agrees with direct loops
 
 TEST_CASE("threaded_product: strided maps and a transposed operand, split over two threads") {
   ThreadsGuard guard(2);
-  using Strided = Eigen::Map<oat::cpu::RowMajorMatrix<float>, Eigen::Unaligned, Eigen::OuterStride<>>;
+  using Strided =
+      Eigen::Map<oat::cpu::RowMajorMatrix<float>, Eigen::Unaligned, Eigen::OuterStride<>>;
   using ConstStrided =
       Eigen::Map<const oat::cpu::RowMajorMatrix<float>, Eigen::Unaligned, Eigen::OuterStride<>>;
   const int64_t M = 64, N = 700, K = 100, lda = 110, ldb = 130, ldc = 720;
@@ -109,4 +111,28 @@ TEST_CASE("threaded_product: strided maps and a transposed operand, split over t
       err = std::max(err, std::abs(c[i * ldc + j] - want));  // the padding columns unchanged
     }
   CHECK(err < 1e-4);
+}
+
+TEST_CASE("row_major_gemm: products of 2 to 8 rows (gemm_small_m.h where built) agree") {
+  if (!oat::cpu::kSmallMKernel)
+    MESSAGE("gemm_small_m.h is not built here (no AVX-512): these products run on Eigen");
+  CHECK(oat::cpu::small_m_supported(8, 1024, 256) == oat::cpu::kSmallMKernel);
+  CHECK_FALSE(oat::cpu::small_m_supported(9, 1024, 256));
+  CHECK_FALSE(oat::cpu::small_m_supported(1, 1024, 256));
+  for (int threads : {1, 2}) {
+    ThreadsGuard guard(threads);
+    for (int64_t M = 2; M <= 8; ++M)
+      for (int64_t N : {16, 47, 48, 100, 1024})
+        for (int64_t K : {1, 37}) {
+          CAPTURE(threads);
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CHECK(gemm_error(M, N, K, false, false, 1.f, false) < 1e-5);
+          CHECK(gemm_error(M, N, K, false, false, -0.5f, true) < 1e-5);
+        }
+    // Large enough to be cut into column strips (2^21 multiply-adds each).
+    CHECK(gemm_error(8, 4096, 256, false, false, 1.f, true) < 1e-4);
+    CHECK(gemm_error(5, 1000, 1024, false, false, 2.f, false) < 1e-4);
+  }
 }

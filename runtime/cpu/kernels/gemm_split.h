@@ -13,11 +13,13 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "runtime/cpu/kernels/gemm_small_m.h"
 #include "runtime/threads.h"
 
 namespace oat::cpu {
@@ -95,6 +97,17 @@ void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, i
   if (K == 0) {  // empty inner dimension: the product is zero
     if (!accumulate) C.setZero();
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h, column strips
+      const int parts = gemm_parts(M, N, K);
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+      for (int p = 0; p < parts; ++p) {
+        auto edge = [&](int q) { return q == parts ? N : N * q / parts / 16 * 16; };
+        small_m_gemm(a, b, c, M, N, K, edge(p), edge(p + 1), alpha, accumulate);
+      }
+      return;
+    }
   }
   auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
     if (accumulate) {

@@ -1,0 +1,102 @@
+// Products with few rows: C[M, N] = alpha · A[M, K] · B[K, N] (+ C), 2 <= M <= 8, float,
+// row-major, neither operand transposed. An LSTM step ([batch, hidden] x [hidden, 4·hidden]) and
+// a Linear layer on a batch of a few rows have this shape. Eigen's GEMM packs all of B into its
+// panel layout at every call, which at M <= 8 costs about as much as the product itself; here
+// each block of 48 columns of C (M x 3 vectors of 16 floats, at most 24 registers) is summed
+// over k in order while B's rows stream through once, unpacked:
+//   C[m, n0 + j] = alpha · Σ_k A[m, k] · B[k, n0 + j] (+ C[m, n0 + j])
+// then 16 columns at a time, then single columns for the last N mod 16.
+// Built only for AVX-512 (32 vector registers); elsewhere `small_m_supported` is false and the
+// caller keeps Eigen's GEMM.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace oat::cpu {
+
+#if defined(__AVX512F__) && defined(__GNUC__)
+constexpr bool kSmallMKernel = true;
+
+namespace small_m_detail {
+
+typedef float Vec16 __attribute__((vector_size(64)));
+
+inline Vec16 load(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);  // unaligned
+  return v;
+}
+
+// Columns [0, 16·NV) of C's MR rows; a, b, c point at the block's first element.
+template <int MR, int NV>
+void block(const float* a, int64_t K, const float* b, int64_t ldb, float* c, int64_t ldc,
+           float alpha, bool accumulate) {
+  Vec16 acc[MR][NV] = {};
+  for (int64_t k = 0; k < K; ++k, b += ldb) {
+    Vec16 bv[NV];
+    for (int j = 0; j < NV; ++j) bv[j] = load(b + 16 * j);
+    for (int m = 0; m < MR; ++m) {
+      const float am = a[m * K + k];
+      for (int j = 0; j < NV; ++j) acc[m][j] += am * bv[j];
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < NV; ++j) {
+      float* cp = c + m * ldc + 16 * j;
+      Vec16 r = acc[m][j] * alpha;
+      if (accumulate) r += load(cp);
+      std::memcpy(cp, &r, sizeof r);
+    }
+}
+
+// Columns [n0, n1) of C.
+template <int MR>
+void columns(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t n0, int64_t n1,
+             float alpha, bool accumulate) {
+  int64_t n = n0;
+  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n < n1; ++n)
+    for (int m = 0; m < MR; ++m) {
+      float s = 0.f;
+      for (int64_t k = 0; k < K; ++k) s += a[m * K + k] * b[k * N + n];
+      c[m * N + n] = alpha * s + (accumulate ? c[m * N + n] : 0.f);
+    }
+}
+
+}  // namespace small_m_detail
+
+inline bool small_m_supported(int64_t M, int64_t N, int64_t K) {
+  return M >= 2 && M <= 8 && N >= 16 && K > 0;
+}
+
+// Columns [n0, n1) of C = alpha · A · B (+ C); small_m_supported(M, N, K) must hold.
+inline void small_m_gemm(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K,
+                         int64_t n0, int64_t n1, float alpha, bool accumulate) {
+  using small_m_detail::columns;
+  switch (M) {
+    case 2:
+      return columns<2>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    case 3:
+      return columns<3>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    case 4:
+      return columns<4>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    case 5:
+      return columns<5>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    case 6:
+      return columns<6>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    case 7:
+      return columns<7>(a, b, c, N, K, n0, n1, alpha, accumulate);
+    default:
+      return columns<8>(a, b, c, N, K, n0, n1, alpha, accumulate);
+  }
+}
+#else
+constexpr bool kSmallMKernel = false;
+inline bool small_m_supported(int64_t, int64_t, int64_t) { return false; }
+inline void small_m_gemm(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, float, bool) {}
+#endif
+
+}  // namespace oat::cpu

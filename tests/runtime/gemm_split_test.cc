@@ -113,15 +113,16 @@ TEST_CASE("threaded_product: strided maps and a transposed operand, split over t
   CHECK(err < 1e-4);
 }
 
-TEST_CASE("row_major_gemm: products of 2 to 8 rows (gemm_small_m.h where built) agree") {
+TEST_CASE("row_major_gemm: products of 2 to 32 rows (gemm_small_m.h where built) agree") {
   if (!oat::cpu::kSmallMKernel)
     MESSAGE("gemm_small_m.h is not built here (no AVX-512): these products run on Eigen");
   CHECK(oat::cpu::small_m_supported(8, 1024, 256) == oat::cpu::kSmallMKernel);
-  CHECK_FALSE(oat::cpu::small_m_supported(9, 1024, 256));
+  CHECK(oat::cpu::small_m_supported(32, 1024, 256) == oat::cpu::kSmallMKernel);
+  CHECK_FALSE(oat::cpu::small_m_supported(33, 1024, 256));
   CHECK_FALSE(oat::cpu::small_m_supported(1, 1024, 256));
   for (int threads : {1, 2}) {
     ThreadsGuard guard(threads);
-    for (int64_t M = 2; M <= 8; ++M)
+    for (int64_t M : {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 25, 32})
       for (int64_t N : {16, 47, 48, 100, 1024})
         for (int64_t K : {1, 37}) {
           CAPTURE(threads);

@@ -6,9 +6,10 @@
 // over k in order while B's rows stream through once, unpacked:
 //   C[m, n0 + j] = alpha · Σ_k A[m, k] · B[k, n0 + j] (+ C[m, n0 + j])
 // then 16 columns at a time, then single columns for the last N mod 16. Above 8 rows, the rows
-// go in balanced chunks of at most 8 (B streams once per chunk): measured on an AVX-512 core,
-// 1.6-3x Eigen's time at 2 <= M <= 32 for K x N of 256 x 1024, 784 x 256 and 1024 x 4096, and
-// slower than Eigen's GEMV at M = 1 (too few independent sums), which is left to Eigen.
+// go in balanced chunks of at most 8 (B streams once per chunk). One AVX-512 core, 2 <= M <= 32,
+// K x N of 256 x 1024, 784 x 256 and 1024 x 4096: 1.5-3x faster than Eigen's GEMM
+// (build/bench/oat_gemm_small_m); at M = 1 Eigen's GEMV is faster (too few independent sums),
+// so that stays with Eigen.
 // Built only for AVX-512 (32 vector registers); elsewhere `small_m_supported` is false and the
 // caller keeps Eigen's GEMM.
 #pragma once
@@ -86,22 +87,11 @@ inline void small_m_gemm(const float* a, const float* b, float* c, int64_t M, in
     }
     return;
   }
-  switch (M) {
-    case 2:
-      return columns<2>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    case 3:
-      return columns<3>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    case 4:
-      return columns<4>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    case 5:
-      return columns<5>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    case 6:
-      return columns<6>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    case 7:
-      return columns<7>(a, b, c, N, K, n0, n1, alpha, accumulate);
-    default:
-      return columns<8>(a, b, c, N, K, n0, n1, alpha, accumulate);
-  }
+  using Columns =
+      void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, float, bool);
+  static constexpr Columns kByRows[] = {nullptr,    nullptr,    columns<2>, columns<3>, columns<4>,
+                                        columns<5>, columns<6>, columns<7>, columns<8>};
+  kByRows[M](a, b, c, N, K, n0, n1, alpha, accumulate);
 }
 #else
 constexpr bool kSmallMKernel = false;

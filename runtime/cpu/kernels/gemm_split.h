@@ -8,6 +8,8 @@
 // OMP_WAIT_POLICY=PASSIVE). Each strip packs the other operand again, which costs little next to
 // the product once every strip has at least kMinWork multiply-adds.
 //   C[:, strip] = op(A) · op(B)[:, strip]     or     C[strip, :] = op(A)[strip, :] · op(B)
+// Float products of 2 to 32 rows with neither operand transposed skip Eigen: gemm_small_m.h,
+// in strips of columns.
 #pragma once
 
 #include <Eigen/Core>

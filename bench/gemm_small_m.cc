@@ -1,0 +1,44 @@
+// Microseconds of one product C[M, N] = A[M, K] · B[K, N] (float, row-major, one thread):
+// Eigen's GEMM against runtime/cpu/kernels/gemm_small_m.h, and their largest difference.
+//   build/bench/oat_gemm_small_m
+#include "runtime/cpu/kernels/gemm_small_m.h"
+
+#include <Eigen/Core>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "runtime/threads.h"
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class F>
+double microseconds(int reps, F&& f) {
+  f();  // warm-up
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) f();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+         reps;
+}
+
+int main() {
+  if (!oat::cpu::kSmallMKernel) {
+    std::printf("gemm_small_m.h is not built here (no AVX-512): nothing to compare\n");
+    return 0;
+  }
+  oat::set_num_threads(1);
+  std::printf("%4s %5s %5s %10s %10s %8s %10s\n", "M", "K", "N", "eigen_us", "small_us", "speedup",
+              "max_diff");
+  for (int M : {2, 4, 8, 16, 32})
+    for (auto [K, N] : {std::pair{256, 1024}, {784, 256}, {1024, 4096}}) {
+      const RowMajor A = RowMajor::Random(M, K), B = RowMajor::Random(K, N);
+      RowMajor C(M, N), D(M, N);
+      const int reps = K * N > (1 << 20) ? 200 : 2000;
+      const double eigen = microseconds(reps, [&] { C.noalias() = A * B; });
+      const double small = microseconds(reps, [&] {
+        oat::cpu::small_m_gemm(A.data(), B.data(), D.data(), M, N, K, 0, N, 1.f, false);
+      });
+      std::printf("%4d %5d %5d %10.2f %10.2f %7.2fx %10.2e\n", M, K, N, eigen, small, eigen / small,
+                  static_cast<double>((C - D).cwiseAbs().maxCoeff()));
+    }
+}

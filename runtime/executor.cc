@@ -20,6 +20,13 @@ struct Executor::Step {
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> kernels;
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> host_kernels;  // device executor, CPU-placed
   bool folded = false;  // a Constant whose output is held in constants_ (runs only when observed)
+  // Constant folding at run time (CPU executors, no observer): a deterministic node whose inputs
+  // all come from unfed initializers, Constants or other such nodes ("clean") runs once; the
+  // outputs a later computed node reads (or the graph returns) are kept here, by output, and
+  // reused while the inputs stay clean. An initializer the caller feeds (the Trainer's
+  // parameters) makes its readers compute again, so nothing stale is ever read.
+  bool foldable = false;
+  std::vector<Tensor> cached;  // by output; undefined: not kept
 };
 
 namespace {
@@ -80,6 +87,26 @@ class ContextScope {
 // values stay on the host for shape arithmetic, and so do floating scalars (a learning rate, a
 // Clip bound): a device kernel that needs one gets it staged, which costs an upload, not a sync.
 bool uploads(const Tensor& t) { return t.defined() && is_floating(t.dtype()) && t.numel() > 1; }
+
+// Whether a node's outputs are a function of its inputs alone, so that constant inputs give a
+// constant output: not the generators (a fresh draw per run), Dropout (a fresh mask), control
+// flow (its subgraphs may draw), nor a node without inputs (Constant is evaluated apart).
+bool foldable(const Node& n) {
+  if (n.inputs.empty() || node_has_subgraph(n)) return false;
+  switch (n.op) {
+    case OpId::Unknown:
+    case OpId::Dropout:
+    case OpId::RandomNormal:
+    case OpId::RandomUniform:
+    case OpId::RandomNormalLike:
+    case OpId::RandomUniformLike:
+    case OpId::Bernoulli:
+    case OpId::Multinomial:
+      return false;
+    default:
+      return true;
+  }
+}
 
 Tensor to_host(DeviceContext* c, const Tensor& t) {
   return c && t.defined() && t.device() != Device::CPU ? c->download(t) : t;
@@ -161,6 +188,8 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
       s.in.push_back(it->second);
     }
     for (const auto& out : n.outputs) s.out.push_back(out.empty() ? -1 : add_slot(out));
+    s.foldable = foldable(n);
+    s.cached.resize(s.out.size());
   }
   for (const auto& v : graph_.outputs) {
     auto it = slots_.find(v.name);
@@ -195,9 +224,13 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   // Liveness: the last step reading each slot releases it, unless it is an output or constant.
   std::vector<int>& last_use = last_use_;
   last_use.assign(slots_.size(), -1);
+  consumers_.assign(slots_.size(), {});
   for (size_t i = 0; i < steps_.size(); ++i)
     for (int s : steps_[i].in)
-      if (s >= 0) last_use[s] = static_cast<int>(i);
+      if (s >= 0) {
+        last_use[s] = static_cast<int>(i);
+        consumers_[s].push_back(static_cast<int>(i));
+      }
   std::set<int> keep(output_slots_.begin(), output_slots_.end());
   for (size_t s = 0; s < last_use.size(); ++s)
     if (last_use[s] >= 0 && !keep.count(static_cast<int>(s)) && !constants_[s].defined())
@@ -205,6 +238,13 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
 }
 
 Executor::~Executor() = default;
+
+size_t Executor::folded_values() const {
+  size_t n = 0;
+  for (const Step& s : steps_)
+    for (const Tensor& t : s.cached) n += t.defined() ? 1 : 0;
+  return n;
+}
 
 void Executor::set_bytes_filter(std::function<bool(const std::string&)> filter) {
   counted_.clear();
@@ -303,6 +343,49 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
   }
   std::set<int> fetch_slots;
   for (const auto& n : fetch) fetch_slots.insert(slot_of(n));
+
+  // Run-time constant folding (Step::foldable). clean: a value that depends on unfed initializers
+  // and Constants only; a clean step whose needed outputs are all cached does not run (needed:
+  // fetched, returned, or read by a step that runs; found backwards).
+  const bool fold = !dc && !observer_;
+  std::vector<char> clean_step, runs;
+  if (fold) {
+    std::vector<char> clean(values.size(), 0), needed(values.size(), 0);
+    for (size_t v = 0; v < values.size(); ++v) clean[v] = constants_[v].defined() && !fed[v];
+    clean_step.assign(steps_.size(), 0);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
+      if (s.folded || !s.foldable) continue;
+      bool c = true;
+      for (int v : s.in) c = c && (v < 0 || clean[static_cast<size_t>(v)]);
+      if (!c) continue;
+      clean_step[i] = 1;
+      for (int v : s.out)
+        if (v >= 0) clean[static_cast<size_t>(v)] = 1;
+    }
+    for (int v : fetch_slots) needed[static_cast<size_t>(v)] = 1;
+    for (int v : output_slots_) needed[static_cast<size_t>(v)] = 1;
+    runs.assign(steps_.size(), 0);
+    for (size_t i = steps_.size(); i-- > 0;) {
+      const Step& s = steps_[i];
+      bool r = !s.folded && !clean_step[i];
+      for (size_t o = 0; !r && clean_step[i] && o < s.out.size(); ++o)
+        r = s.out[o] >= 0 && needed[static_cast<size_t>(s.out[o])] && !s.cached[o].defined();
+      runs[i] = r;
+      if (r)
+        for (int v : s.in)
+          if (v >= 0) needed[static_cast<size_t>(v)] = 1;
+    }
+  }
+  // Kept: a clean output that a computed (not clean) step reads or the graph returns; what only
+  // other clean steps read is not needed once their outputs are kept.
+  auto keeps = [&](int slot) {
+    if (std::find(output_slots_.begin(), output_slots_.end(), slot) != output_slots_.end())
+      return true;
+    for (int c : consumers_[static_cast<size_t>(slot)])
+      if (!clean_step[static_cast<size_t>(c)]) return true;
+    return false;
+  };
   // Donated feeds a step may write in place: those it reads last, neither fetched nor a graph
   // output, nor sharing their storage with another value of the run.
   std::vector<char> donated_slot(values.size(), 0);
@@ -323,6 +406,10 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
   std::unordered_set<const Storage*> external;
   for (const Tensor& t : values)
     if (t.storage()) external.insert(t.storage().get());
+  if (fold)
+    for (const Step& s : steps_)
+      for (const Tensor& t : s.cached)
+        if (t.storage()) external.insert(t.storage().get());
   std::unordered_map<const Storage*, int> live;
   size_t held = 0;
   peak_bytes_ = 0;
@@ -331,10 +418,31 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
            !external.count(values[slot].storage().get());
   };
 
+  // After step s: the values whose last reader it was are dropped (unless fetched).
+  auto release_after = [&](const Step& s) {
+    for (int slot : s.release) {
+      if (fetch_slots.count(slot)) continue;
+      if (counts(slot)) {
+        auto it = live.find(values[slot].storage().get());
+        if (it != live.end() && --it->second == 0) {
+          held -= it->first->bytes();
+          live.erase(it);
+        }
+      }
+      values[slot] = Tensor();
+    }
+  };
+
   std::vector<const Tensor*> in;
   for (size_t step = 0; step < steps_.size(); ++step) {
     Step& s = steps_[step];
     if (s.folded && !observer_) continue;
+    if (fold && !runs[step]) {  // clean, its needed outputs kept
+      for (size_t o = 0; o < s.out.size(); ++o)
+        if (s.out[o] >= 0 && s.cached[o].defined()) values[s.out[o]] = s.cached[o];
+      release_after(s);
+      continue;
+    }
     const Node& node = *s.node;
     in.clear();
     for (int slot : s.in) {
@@ -436,17 +544,10 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
             std::memcmp(host[o].raw_data(), before[o].raw_data(), before[o].nbytes()) != 0)
           dc->copy_into(host[o], values[s.out[o]]);
     }
-    for (int slot : s.release) {
-      if (fetch_slots.count(slot)) continue;
-      if (counts(slot)) {
-        auto it = live.find(values[slot].storage().get());
-        if (it != live.end() && --it->second == 0) {
-          held -= it->first->bytes();
-          live.erase(it);
-        }
-      }
-      values[slot] = Tensor();
-    }
+    if (fold && clean_step[step])
+      for (size_t o = 0; o < s.out.size(); ++o)
+        if (s.out[o] >= 0 && keeps(s.out[o])) s.cached[o] = values[s.out[o]];
+    release_after(s);
   }
   std::map<std::string, Tensor> r;
   for (const auto& n : fetch) {

@@ -61,6 +61,11 @@ class Executor {
 
   const Graph& graph() const { return graph_; }
 
+  // How many values the run-time constant folding holds: outputs of nodes computed from
+  // initializers and Constants alone that a computed node reads (see Step::foldable in
+  // executor.cc; CPU executors without an observer). For tests and diagnostics.
+  size_t folded_values() const;
+
   // Memory of the last run: the peak, over the run, of the bytes held by values that its nodes
   // computed (each storage counted once; storage shared with a feed or an initializer, as
   // Reshape or Identity outputs share it, is not counted), measured after every node, when its
@@ -96,6 +101,7 @@ class Executor {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<int> last_use_;  // by slot: the last step reading it (-1: none)
+  std::vector<std::vector<int>> consumers_;  // by slot: the steps reading it
   NodeObserver observer_;
   std::vector<char> counted_;  // by slot: whether peak_bytes() counts the value (empty = all)
   size_t peak_bytes_ = 0;

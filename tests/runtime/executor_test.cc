@@ -12,8 +12,10 @@ using namespace oat;
 
 namespace {
 
-// y = -x, into freshly allocated storage.
+// y = -x, into freshly allocated storage; counting its runs.
+int neg_runs = 0;
 void neg_kernel(KernelContext& ctx) {
+  ++neg_runs;
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = -x.data<float>()[i];
@@ -44,6 +46,15 @@ void constant_kernel(KernelContext& ctx) {
   y.data<float>()[1] = 2;
 }
 
+// RandomUniformLike stand-in: x's shape filled with a number that grows at every run (a draw).
+void draw_kernel(KernelContext& ctx) {
+  static float next = 0;
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = next;
+  next += 1;
+}
+
 const KernelRegistry& test_registry() {
   static const KernelRegistry r = [] {
     KernelRegistry reg;
@@ -53,6 +64,7 @@ const KernelRegistry& test_registry() {
     reg.add(OpId::Relu, Device::CPU, DType::F32, function_kernel(huge_kernel));
     reg.add(OpId::Identity, Device::CPU, DType::F32, function_kernel(alias_kernel));
     reg.add(OpId::Constant, Device::CPU, kAnyDType, function_kernel(constant_kernel));
+    reg.add(OpId::RandomUniformLike, Device::CPU, DType::F32, function_kernel(draw_kernel));
     return reg;
   }();
   return r;
@@ -254,6 +266,57 @@ TEST_CASE("a Constant node is evaluated once, when the executor is made, unless 
   CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
   CHECK(seen == std::vector<std::string>{"c", "add"});
   CHECK(constant_runs == 2);
+}
+
+TEST_CASE("nodes computed from initializers alone run once; a fed initializer recomputes them") {
+  // w -> neg_w -> wn -> neg_wn -> w2;  y = x + w2.  Only w2, which a computed node reads, is kept.
+  Graph g;
+  g.opsets[""] = 13;
+  g.initializers["w"] = Tensor::from_vector<float>({2}, {1, 2});
+  g.inputs.push_back(input_info("x", {Dim{2, ""}}));
+  g.outputs.push_back({"y", DType::F32, std::nullopt});
+  g.nodes.push_back(make_node("neg_w", OpId::Neg, {"w"}, {"wn"}));
+  g.nodes.push_back(make_node("neg_wn", OpId::Neg, {"wn"}, {"w2"}));
+  g.nodes.push_back(make_node("add", OpId::Add, {"x", "w2"}, {"y"}));
+  Executor exec(g, test_options());
+  const Tensor x = Tensor::from_vector<float>({2}, {10, 20});
+  neg_runs = 0;
+  for (int i = 0; i < 3; ++i)
+    CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
+  CHECK(neg_runs == 2);  // both Negs once, at the first run
+  CHECK(exec.folded_values() == 1);
+  // Feeding the initializer (the Trainer feeds its parameters) makes its readers compute again,
+  // and the kept value is used again once it is no longer fed.
+  const Tensor w = Tensor::from_vector<float>({2}, {100, 200});
+  CHECK(exec.run({{"x", x}, {"w", w}})[0].to_float_vector() == std::vector<float>{110, 220});
+  CHECK(neg_runs == 4);
+  CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
+  CHECK(neg_runs == 4);
+  // An intermediate of the folded chain can still be fetched: its node runs again for it.
+  CHECK(exec.run({{"x", x}}, {"wn"}).at("wn").to_float_vector() == std::vector<float>{-1, -2});
+  CHECK(neg_runs == 5);
+  // Under an observer (check) every node runs and is seen.
+  std::vector<std::string> seen;
+  exec.set_observer([&](const Node& n, const std::vector<Tensor>&) { seen.push_back(n.name); });
+  CHECK(exec.run({{"x", x}})[0].to_float_vector() == std::vector<float>{11, 22});
+  CHECK(seen == std::vector<std::string>{"neg_w", "neg_wn", "add"});
+  CHECK(neg_runs == 7);
+}
+
+TEST_CASE("a random draw from initializers is not folded: every run draws again") {
+  Graph g;
+  g.opsets[""] = 13;
+  g.initializers["w"] = Tensor::from_vector<float>({2}, {1, 2});
+  g.inputs.push_back(input_info("x", {Dim{2, ""}}));
+  g.outputs.push_back({"y", DType::F32, std::nullopt});
+  g.nodes.push_back(make_node("draw", OpId::RandomUniformLike, {"w"}, {"r"}));
+  g.nodes.push_back(make_node("add", OpId::Add, {"x", "r"}, {"y"}));
+  Executor exec(g, test_options());
+  const Tensor x = Tensor::from_vector<float>({2}, {0, 0});
+  const std::vector<float> a = exec.run({{"x", x}})[0].to_float_vector();
+  const std::vector<float> b = exec.run({{"x", x}})[0].to_float_vector();
+  CHECK(a != b);
+  CHECK(exec.folded_values() == 0);
 }
 
 TEST_CASE("executor errors name the node") {

@@ -27,13 +27,14 @@ std::mutex& table_mutex() {
 
 Expansion::Expansion(const Node& composite, std::string prefix, Graph& g,
                      std::set<std::string>& taken, std::set<std::string>& taken_nodes,
-                     std::vector<Node>& out)
+                     std::vector<Node>& out, LoweringOptions options)
     : n_(composite),
       prefix_(std::move(prefix)),
       g_(g),
       taken_(taken),
       taken_nodes_(taken_nodes),
-      out_(out) {}
+      out_(out),
+      options_(options) {}
 
 const std::string& Expansion::input(size_t i) const {
   static const std::string none;
@@ -153,7 +154,8 @@ void register_composite(const std::string& op_type, Expander expander) {
   table()[op_type] = expander;
 }
 
-void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts) {
+void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts,
+                      LoweringOptions options) {
   if (!has_composites(g)) return;
   // Shape arithmetic on fixed dims becomes constants first, so expansions see fixed shapes
   // (runtime/shape_fold.h); a composite whose inputs all fold is evaluated away.
@@ -182,7 +184,7 @@ void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts) {
     }
     const std::string prefix = n.name.empty() ? cat(n.op_type, "#", i) : n.name;
     const size_t first = nodes.size();
-    Expansion e(n, prefix, g, taken, taken_nodes, nodes);
+    Expansion e(n, prefix, g, taken, taken_nodes, nodes, options);
     f(e);
     // Every output the composite declares must be written by its expansion.
     std::set<std::string> written;

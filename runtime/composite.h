@@ -25,14 +25,24 @@
 
 namespace oat {
 
+// How a graph is lowered. By default every expansion uses ops that have kernels on both
+// backends and gradients (a training graph, a device executor). `cpu_inference`: the graph runs
+// forward only, on a CPU Executor, so an expansion may use the CPU's fused inference kernels
+// instead (an F32 LSTM as one LSTMSequence node: runtime/cpu/kernels/lstm_sequence.cc).
+struct LoweringOptions {
+  bool cpu_inference = false;
+};
+
 // Writes one composite node's expansion into a list of nodes (graph order).
 class Expansion {
  public:
   // `taken`: value names in use; `taken_nodes`: node names in use (both grow).
   Expansion(const Node& composite, std::string prefix, Graph& g, std::set<std::string>& taken,
-            std::set<std::string>& taken_nodes, std::vector<Node>& out);
+            std::set<std::string>& taken_nodes, std::vector<Node>& out,
+            LoweringOptions options = {});
 
   const Node& node() const { return n_; }
+  const LoweringOptions& options() const { return options_; }
   const Graph& graph() const { return g_; }
   // The composite's input / output `i`, "" when omitted or absent.
   const std::string& input(size_t i) const;
@@ -79,6 +89,7 @@ class Expansion {
   std::set<std::string>& taken_;
   std::set<std::string>& taken_nodes_;
   std::vector<Node>& out_;
+  LoweringOptions options_;
 };
 
 using Expander = void (*)(Expansion& e);
@@ -103,6 +114,7 @@ struct CompositeOrigin {
 // Replaces every composite node of `g` with its expansion, in place and in order; the expansion's
 // value_info and int64 constants join the graph. `parts`, when given, receives (expansion node
 // name -> its composite). Errors name the composite node.
-void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts = nullptr);
+void lower_composites(Graph& g, std::map<std::string, CompositeOrigin>* parts = nullptr,
+                      LoweringOptions options = {});
 
 }  // namespace oat

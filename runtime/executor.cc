@@ -133,7 +133,8 @@ namespace {
 // as implicit inputs (runtime/subgraph.h), so that liveness keeps those values until the node has
 // run and the kernel receives them.
 std::unique_ptr<const Graph> lowered_copy(const Graph& graph,
-                                         std::map<std::string, CompositeOrigin>& parts) {
+                                         std::map<std::string, CompositeOrigin>& parts,
+                                         Device device) {
   const bool composites = has_composites(graph);
   const bool transposes = has_transpose_pairs(graph);
   bool outer_reads = false;
@@ -143,7 +144,9 @@ std::unique_ptr<const Graph> lowered_copy(const Graph& graph,
   if (!composites && !transposes && !outer_reads) return nullptr;
   auto g = std::make_unique<Graph>(graph);
   if (transposes) fold_transpose_pairs(*g);
-  if (composites) lower_composites(*g, &parts);
+  // A graph given to an Executor runs forward (a training graph arrives expanded), so on the CPU
+  // the fused inference kernels may stand in for an expansion (LoweringOptions).
+  if (composites) lower_composites(*g, &parts, LoweringOptions{device == Device::CPU});
   if (outer_reads) add_implicit_inputs(*g);
   return g;
 }
@@ -151,7 +154,7 @@ std::unique_ptr<const Graph> lowered_copy(const Graph& graph,
 }  // namespace
 
 Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : lowered_(lowered_copy(graph, composite_parts_)),
+    : lowered_(lowered_copy(graph, composite_parts_, options.device)),
       graph_(lowered_ ? *lowered_ : graph),
       options_(options),
       registry_(options.registry ? options.registry : &default_registry()),

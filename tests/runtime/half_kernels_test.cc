@@ -529,8 +529,10 @@ const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "Con
                                             "Multinomial", "HannWindow", "HammingWindow",
                                             "BlackmanWindow", "MelWeightMatrix"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
-const std::set<std::string> kFp32Only = {"SGDUpdate",      "AdamUpdate",      "MultiSGDUpdate",
-                                         "MultiAdamUpdate", "UnscaleAndCheck", "GlobalNormClip"};
+// LSTMSequence is the CPU lowering's fused form of F32 LSTMs only (F16/BF16 ones run unrolled).
+const std::set<std::string> kFp32Only = {
+    "SGDUpdate",     "AdamUpdate",     "MultiSGDUpdate", "MultiAdamUpdate",
+    "UnscaleAndCheck", "GlobalNormClip", "LSTMSequence"};
 
 Tensor f16(Shape s, std::vector<float> v) {
   return cast_tensor(Tensor::from_vector<float>(std::move(s), v), DType::F16);

@@ -5,6 +5,8 @@
 // an F16 run, a symbolic batch; and the errors, which name the node.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "runtime/composite.h"
 #include "runtime/executor.h"
 #include "tests/runtime/rnn_reference.h"
@@ -15,30 +17,47 @@ using oat_test::rnn::Case;
 
 namespace {
 
-// Runs case `c` with `batch` rows fed (the graph's batch may be symbolic) and checks every output.
-void check_case(Case c, double atol = 2e-5, double rtol = 1e-4) {
+bool has_op(const Graph& g, OpId op) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; });
+}
+
+// Runs case `c` with `batch` rows fed (the graph's batch may be symbolic) and checks every output,
+// twice: as the CPU Executor lowers it (an F32 LSTM with the default activations and no
+// sequence_lens as one fused LSTMSequence node), and unrolled, as training graphs and the CUDA
+// executor run it. Returns whether the Executor used the fused kernel.
+bool check_case(Case c, double atol = 2e-5, double rtol = 1e-4) {
   const auto in = oat_test::rnn::make_inputs(c);
   std::map<std::string, Tensor> feeds;
   const Graph g = oat_test::rnn::graph(c, in, feeds);
   Executor ex(g);
-  const auto got = ex.run(feeds);
+  Graph unrolled = g;
+  lower_composites(unrolled);
+  REQUIRE_FALSE(has_op(unrolled, OpId::LSTMSequence));
+  Executor ex_unrolled(unrolled);
+  const bool fused = has_op(ex.graph(), OpId::LSTMSequence);
   const auto want = oat_test::rnn::expected(c, oat_test::rnn::reference(c, in));
-  REQUIRE(got.size() == want.size());
-  for (size_t k = 0; k < want.size(); ++k) {
-    CAPTURE(want[k].first);
-    CHECK(got[k].dtype() == c.dtype);
-    REQUIRE(static_cast<size_t>(got[k].numel()) == want[k].second.size());
-    double worst = 0;
-    size_t bad = 0;
-    for (size_t i = 0; i < want[k].second.size(); ++i) {
-      const double a = got[k].item_as_double(static_cast<int64_t>(i)), b = want[k].second[i];
-      const double err = std::abs(a - b);
-      worst = std::max(worst, err);
-      if (!(err <= atol + rtol * std::abs(b))) ++bad;
+  for (Executor* e : {&ex, &ex_unrolled}) {
+    const std::string path = e == &ex ? (fused ? "fused" : "cpu lowering, unrolled") : "unrolled";
+    CAPTURE(path);
+    const auto got = e->run(feeds);
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      CAPTURE(want[k].first);
+      CHECK(got[k].dtype() == c.dtype);
+      REQUIRE(static_cast<size_t>(got[k].numel()) == want[k].second.size());
+      double worst = 0;
+      size_t bad = 0;
+      for (size_t i = 0; i < want[k].second.size(); ++i) {
+        const double a = got[k].item_as_double(static_cast<int64_t>(i)), b = want[k].second[i];
+        const double err = std::abs(a - b);
+        worst = std::max(worst, err);
+        if (!(err <= atol + rtol * std::abs(b))) ++bad;
+      }
+      CAPTURE(worst);
+      CHECK(bad == 0);
     }
-    CAPTURE(worst);
-    CHECK(bad == 0);
   }
+  return fused;
 }
 
 Case make(const std::string& op, const std::string& direction = "forward") {
@@ -246,6 +265,43 @@ TEST_CASE("RNN/GRU/LSTM: the expansion's shape: one input MatMul per direction, 
     CHECK_FALSE(is_floating(t.dtype()));  // no zero constants, no float constants at all
   }
   CHECK(g.nodes.back().outputs[0] == "Y_c");
+}
+
+TEST_CASE(
+    "LSTM: the CPU Executor fuses F32 LSTMs with the default activations and no "
+    "sequence_lens, threads whole chains, and unrolls the rest") {
+  Case c = make("LSTM", "bidirectional");
+  CHECK(check_case(c));
+  c.layout = 1;
+  c.init_h = c.init_c = true;
+  c.peepholes = true;
+  c.clip = 0.5f;
+  c.symbolic_batch = true;
+  CHECK(check_case(c));
+  c.y = c.y_c = false;
+  CHECK(check_case(c));
+  // Large enough for one chain per thread (directions, then blocks of batch rows): the threaded
+  // path gives the reference's numbers too.
+  for (const char* dir : {"forward", "bidirectional"}) {
+    CAPTURE(dir);
+    Case big = make("LSTM", dir);
+    big.seq = 16;
+    big.batch = 8;
+    big.input = 32;
+    big.hidden = 128;
+    big.init_h = true;
+    CHECK(check_case(big, 1e-4, 1e-4));
+  }
+  Case lens = make("LSTM");
+  lens.lens = {3, 1};
+  CHECK_FALSE(check_case(lens));
+  Case half = make("LSTM");
+  half.dtype = DType::F16;
+  CHECK_FALSE(check_case(half, 2e-2, 2e-2));
+  Case acts = make("LSTM");
+  acts.acts = {{"Sigmoid"}, {"Tanh"}, {"Softsign"}};
+  CHECK_FALSE(check_case(acts));
+  CHECK_FALSE(check_case(make("GRU")));
 }
 
 TEST_CASE("RNN/GRU/LSTM: errors name the node") {

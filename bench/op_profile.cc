@@ -38,6 +38,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oat::use_default_openmp_waiting(argv);  // as the CLI waits (runtime/threads.h)
   if (argc < 3) return usage();
   const std::string model_path = argv[1], input_path = argv[2];
   int threads = 0, repeat = 5, top = 15;

@@ -378,12 +378,8 @@ void profile_model(const std::string& name, const std::string& precision, const 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Same OpenMP wait policy as the CLI (cli/main.cc): idle threads sleep unless the user says
-  // otherwise. libgomp reads it at start-up, hence the re-exec.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-  }
+  // Same OpenMP waiting as the CLI (runtime/threads.h) unless the user says otherwise.
+  oat::use_default_openmp_waiting(argv);
   Options o;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 >= argc) return usage();

@@ -9,6 +9,8 @@ Models (scripts/make_reference_models.py --set bench, exported once into OUT/mod
   resnet18_224               torchvision ResNet-18, opset 13, input 8x3x224x224
   transformer_encoder_bench  nn.TransformerEncoder (d_model 256, 4 heads, 4 layers, ff 1024) +
                              Linear, opset 13, input 8x128x256
+  lstm_bench, gru_bench       2-layer bidirectional nn.LSTM / nn.GRU, hidden 256, 64 steps
+                             (opsets 13 / 14), input 8x64x128
 
 Ours: `onnx-amp-train infer MODEL -i x.npy -o DIR --threads N --repeat R` prints `time_ms <mean>`
 over R runs, first run included. The first run also creates the kernels, so the warm-up is taken
@@ -37,7 +39,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = ["resnet18_224", "transformer_encoder_bench", "lstm_bench"]
+CASES = ["resnet18_224", "transformer_encoder_bench", "lstm_bench", "gru_bench"]
 
 
 def run_ours(binary, model, x_path, out_dir, threads, repeat):

@@ -28,7 +28,7 @@ namespace oat {
 // How a graph is lowered. By default every expansion uses ops that have kernels on both
 // backends and gradients (a training graph, a device executor). `cpu_inference`: the graph runs
 // forward only, on a CPU Executor, so an expansion may use the CPU's fused inference kernels
-// instead (an F32 LSTM as one LSTMSequence node: runtime/cpu/kernels/lstm_sequence.cc).
+// instead (an F32 LSTM as one LSTMSequence node: runtime/cpu/kernels/rnn_sequence.cc).
 struct LoweringOptions {
   bool cpu_inference = false;
 };

@@ -112,10 +112,13 @@ CASES = {
                              export_batch=8, ref_batch=8, batch_agnostic=True),
         "transformer_encoder_bench": dict(TRANSFORMER_BENCH, export_batch=8, ref_batch=8,
                                           batch_agnostic=False),
-        # A composite op at bench size: a 2-layer bidirectional LSTM, hidden 256, 64 steps,
-        # unrolled by our runtime, ONNX Runtime's fused LSTM kernel on the other side.
+        # Composite ops at bench size: a 2-layer bidirectional LSTM / GRU (opset 14: PyTorch's
+        # GRU has linear_before_reset 1), hidden 256, 64 steps; ours fused by the CPU Executor
+        # (runtime/cpu/kernels/rnn_sequence.cc), ONNX Runtime's fused kernels on the other side.
         "lstm_bench": dict(RECURRENT, input=128, hidden=256, shape=(64, 128), cell="LSTM",
                            layers=2, bidirectional=True, export_batch=8, ref_batch=8),
+        "gru_bench": dict(RECURRENT, input=128, hidden=256, shape=(64, 128), cell="GRU",
+                          layers=2, bidirectional=True, export_batch=8, ref_batch=8, opset=14),
     },
 }
 DEFAULTS = dict(opset=13, export_batch=1, ref_batch=3, seed=0)

@@ -8,10 +8,11 @@
 // c).
 //
 // Per direction: XW = X·Wᵀ + (Wb + Rb) for all steps in one MatMul (GRU with linear_before_reset
-// keeps Rbh per step); then per step the cell. On a CPU Executor (LoweringOptions::cpu_inference)
-// an F32 LSTM with the default activations and no sequence_lens is instead one MatMul for both
-// directions and one fused LSTMSequence node (runtime/cpu/kernels/lstm_sequence.cc). The sequence length must be fixed in X's
-// value_info (the loop is unrolled); batch may be symbolic.
+// keeps Rbh per step); then per step the cell. The sequence length must be fixed in X's
+// value_info (the loop is unrolled); batch may be symbolic. On a CPU Executor
+// (LoweringOptions::cpu_inference) an F32 LSTM or GRU with the default activations and no
+// sequence_lens is instead one MatMul for both directions and one fused LSTMSequence or
+// GRUSequence node (runtime/cpu/kernels/rnn_sequence.cc).
 //
 // sequence_lens: at step t the state of batch row b is updated only where t < len[b]
 // (Where(t < len, new, previous)), and Y is 0 there. The reverse direction starts at each
@@ -166,16 +167,20 @@ void expand(Expansion& e, Cell cell) {
     return b.op("Transpose", {v}, tag, std::vector<Dim>{Dim{dirs, ""}, b.batch, Hd},
                 {{"perm", ints_attribute({1, 0, 2})}});
   };
-  // On a CPU Executor (forward only) an F32 LSTM with the default activations and no
-  // sequence_lens runs as one LSTMSequence node after one MatMul for both directions
-  // (runtime/cpu/kernels/lstm_sequence.cc).
-  if (cell == Cell::LSTM && e.options().cpu_inference && b.dt == DType::F32 && lens.empty() &&
-      std::all_of(acts.begin(), acts.end(), [](const std::vector<Activation>& a) {
-        return a.size() == 3 && a[0].name == "Sigmoid" && a[1].name == "Tanh" &&
-               a[2].name == "Tanh";
+  // On a CPU Executor (forward only) an F32 LSTM or GRU with the default activations and no
+  // sequence_lens runs as one LSTMSequence / GRUSequence node after one MatMul for both
+  // directions (runtime/cpu/kernels/rnn_sequence.cc).
+  const std::vector<std::string> default_acts =
+      cell == Cell::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                         : std::vector<std::string>{"Sigmoid", "Tanh"};
+  if (cell != Cell::RNN && e.options().cpu_inference && b.dt == DType::F32 && lens.empty() &&
+      std::all_of(acts.begin(), acts.end(), [&](const std::vector<Activation>& a) {
+        return a.size() == default_acts.size() &&
+               std::equal(a.begin(), a.end(), default_acts.begin(),
+                          [](const Activation& x, const std::string& y) { return x.name == y; });
       })) {
     const Dim D{dirs, ""}, DG{dirs * GH, ""};
-    // XW = X·[W_0; W_1]ᵀ: W [dirs, 4H, I] as [dirs·4H, I], transposed.
+    // XW = X·[W_0; W_1]ᵀ: W [dirs, G·H, I] as [dirs·G·H, I], transposed.
     const std::string Wrows = b.op("Reshape", {W, e.ints({dirs * GH, -1}, "W_rows_shape")},
                                    "W_rows", std::vector<Dim>{DG, in_dim});
     const std::string Wt = b.op("Transpose", {Wrows}, "Wt", std::vector<Dim>{in_dim, DG},
@@ -183,22 +188,30 @@ void expand(Expansion& e, Cell cell) {
     const std::string xw = b.op("MatMul", {Xs, Wt}, "XW", std::vector<Dim>{S, b.batch, DG});
     const std::string Rt = b.op("Transpose", {R}, "Rt", std::vector<Dim>{D, Hd, Dim{GH, ""}},
                                 {{"perm", ints_attribute({0, 2, 1})}});
-    std::vector<std::string> ins = {
-        xw, Rt, B, dir_major(h0, "initial_h_dir_major"), dir_major(c0, "initial_c_dir_major"), P};
+    std::vector<std::string> ins = {xw, Rt, B, dir_major(h0, "initial_h_dir_major")};
+    std::vector<std::string> outputs = {Y, Yh};
+    std::map<std::string, Attribute> attrs = {{"direction", string_attribute(direction)}};
+    if (cell == Cell::LSTM) {
+      ins.push_back(dir_major(c0, "initial_c_dir_major"));
+      ins.push_back(P);
+      outputs.push_back(Yc);
+      attrs["input_forget"] = int_attribute(b.input_forget);
+    } else {
+      attrs["linear_before_reset"] = int_attribute(b.linear_before_reset);
+    }
     while (ins.back().empty()) ins.pop_back();
-    std::map<std::string, Attribute> attrs = {{"direction", string_attribute(direction)},
-                                              {"input_forget", int_attribute(b.input_forget)}};
     if (b.clip) attrs["clip"] = float_attribute(*b.clip);
+    const std::string op = cell == Cell::LSTM ? "LSTMSequence" : "GRUSequence";
     if (layout == 0) {
-      e.add_to("LSTMSequence", ins, {Y, Yh, Yc}, "LSTMSequence", std::move(attrs));
+      e.add_to(op, ins, outputs, op, std::move(attrs));
       return;
     }
     // layout 1: Y [batch, seq, dirs, H], Y_h/Y_c [batch, dirs, H].
-    const auto outs = e.add("LSTMSequence", ins, "LSTMSequence", 3, std::move(attrs));
+    const auto outs = e.add(op, ins, op, outputs.size(), std::move(attrs));
     e.set_info(outs[0], b.dt, std::vector<Dim>{S, D, b.batch, Hd});
-    for (size_t k = 1; k < 3; ++k) e.set_info(outs[k], b.dt, std::vector<Dim>{D, b.batch, Hd});
-    const std::string outputs[3] = {Y, Yh, Yc};
-    for (size_t k = 0; k < 3; ++k)
+    for (size_t k = 1; k < outs.size(); ++k)
+      e.set_info(outs[k], b.dt, std::vector<Dim>{D, b.batch, Hd});
+    for (size_t k = 0; k < outs.size(); ++k)
       if (!outputs[k].empty())
         b.op("Transpose", {outs[k]}, cat("batch_major_", k), std::nullopt,
              {{"perm", k == 0 ? ints_attribute({2, 0, 1, 3}) : ints_attribute({1, 0, 2})}},

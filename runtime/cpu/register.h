@@ -39,7 +39,7 @@ void register_random(KernelRegistry& r);
 void register_signal_window(KernelRegistry& r);  // kernels/signal_window.cc: Hann/Hamming/BlackmanWindow MelWeightMatrix
 void register_dft(KernelRegistry& r);            // kernels/dft.cc: DFT STFT DFTGrad STFTGrad
 // fused inference kernels (the CPU Executor's lowering of composite ops)
-void register_lstm_sequence(KernelRegistry& r);  // kernels/lstm_sequence.cc: LSTMSequence
+void register_rnn_sequence(KernelRegistry& r);  // kernels/rnn_sequence.cc: LSTMSequence GRUSequence
 
 // Gradient kernels (internal domain, training graphs only).
 void register_grad_reduce(KernelRegistry& r);      // kernels/grad_reduce.cc: SumToShape ReduceGrad

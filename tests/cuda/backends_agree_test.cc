@@ -252,7 +252,7 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
   // The CPU Executor's fused inference kernels stand in for an expansion only on the CPU
   // (LoweringOptions::cpu_inference); a device executor runs the expansion, whose ops have cases.
-  const std::set<OpId> cpu_fused = {OpId::LSTMSequence};
+  const std::set<OpId> cpu_fused = {OpId::LSTMSequence, OpId::GRUSequence};
   // Placed on the host by CudaContext (their output's length depends on the values): no CUDA
   // kernel; their cases run the CUDA executor's download path (runtime/cuda/README.md).
   // Bernoulli and Multinomial are host-placed too (one generator per node, the CPU's stream on

@@ -529,10 +529,11 @@ const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "Con
                                             "Multinomial", "HannWindow", "HammingWindow",
                                             "BlackmanWindow", "MelWeightMatrix"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
-// LSTMSequence is the CPU lowering's fused form of F32 LSTMs only (F16/BF16 ones run unrolled).
-const std::set<std::string> kFp32Only = {
-    "SGDUpdate",     "AdamUpdate",     "MultiSGDUpdate", "MultiAdamUpdate",
-    "UnscaleAndCheck", "GlobalNormClip", "LSTMSequence"};
+// LSTMSequence and GRUSequence are the CPU lowering's fused form of F32 LSTMs and GRUs only
+// (F16/BF16 ones run unrolled).
+const std::set<std::string> kFp32Only = {"SGDUpdate",       "AdamUpdate",      "MultiSGDUpdate",
+                                         "MultiAdamUpdate", "UnscaleAndCheck", "GlobalNormClip",
+                                         "LSTMSequence",    "GRUSequence"};
 
 Tensor f16(Shape s, std::vector<float> v) {
   return cast_tensor(Tensor::from_vector<float>(std::move(s), v), DType::F16);

@@ -17,14 +17,17 @@ using oat_test::rnn::Case;
 
 namespace {
 
-bool has_op(const Graph& g, OpId op) {
-  return std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; });
+// Whether g has a fused LSTMSequence or GRUSequence node.
+bool has_fused(const Graph& g) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
+    return n.op == OpId::LSTMSequence || n.op == OpId::GRUSequence;
+  });
 }
 
 // Runs case `c` with `batch` rows fed (the graph's batch may be symbolic) and checks every output,
 // twice: as the CPU Executor lowers it (an F32 LSTM with the default activations and no
-// sequence_lens as one fused LSTMSequence node), and unrolled, as training graphs and the CUDA
-// executor run it. Returns whether the Executor used the fused kernel.
+// sequence_lens as one fused LSTMSequence node, a GRU likewise), and unrolled, as training graphs
+// and the CUDA executor run it. Returns whether the Executor used the fused kernel.
 bool check_case(Case c, double atol = 2e-5, double rtol = 1e-4) {
   const auto in = oat_test::rnn::make_inputs(c);
   std::map<std::string, Tensor> feeds;
@@ -32,9 +35,9 @@ bool check_case(Case c, double atol = 2e-5, double rtol = 1e-4) {
   Executor ex(g);
   Graph unrolled = g;
   lower_composites(unrolled);
-  REQUIRE_FALSE(has_op(unrolled, OpId::LSTMSequence));
+  REQUIRE_FALSE(has_fused(unrolled));
   Executor ex_unrolled(unrolled);
-  const bool fused = has_op(ex.graph(), OpId::LSTMSequence);
+  const bool fused = has_fused(ex.graph());
   const auto want = oat_test::rnn::expected(c, oat_test::rnn::reference(c, in));
   for (Executor* e : {&ex, &ex_unrolled}) {
     const std::string path = e == &ex ? (fused ? "fused" : "cpu lowering, unrolled") : "unrolled";
@@ -64,6 +67,17 @@ Case make(const std::string& op, const std::string& direction = "forward") {
   Case c;
   c.op = op;
   c.direction = direction;
+  return c;
+}
+
+// Large enough for one chain per thread in the fused kernels (directions, then blocks of rows).
+Case big_case(const std::string& op, const std::string& direction) {
+  Case c = make(op, direction);
+  c.seq = 16;
+  c.batch = 8;
+  c.input = 32;
+  c.hidden = 128;
+  c.init_h = true;
   return c;
 }
 
@@ -268,7 +282,7 @@ TEST_CASE("RNN/GRU/LSTM: the expansion's shape: one input MatMul per direction, 
 }
 
 TEST_CASE(
-    "LSTM: the CPU Executor fuses F32 LSTMs with the default activations and no "
+    "LSTM/GRU: the CPU Executor fuses F32 LSTMs and GRUs with the default activations and no "
     "sequence_lens, threads whole chains, and unrolls the rest") {
   Case c = make("LSTM", "bidirectional");
   CHECK(check_case(c));
@@ -284,13 +298,7 @@ TEST_CASE(
   // path gives the reference's numbers too.
   for (const char* dir : {"forward", "bidirectional"}) {
     CAPTURE(dir);
-    Case big = make("LSTM", dir);
-    big.seq = 16;
-    big.batch = 8;
-    big.input = 32;
-    big.hidden = 128;
-    big.init_h = true;
-    CHECK(check_case(big, 1e-4, 1e-4));
+    CHECK(check_case(big_case("LSTM", dir), 1e-4, 1e-4));
   }
   Case lens = make("LSTM");
   lens.lens = {3, 1};
@@ -301,7 +309,34 @@ TEST_CASE(
   Case acts = make("LSTM");
   acts.acts = {{"Sigmoid"}, {"Tanh"}, {"Softsign"}};
   CHECK_FALSE(check_case(acts));
-  CHECK_FALSE(check_case(make("GRU")));
+  CHECK_FALSE(check_case(make("RNN")));
+  // GRU: both linear_before_reset forms, with and without B and initial_h, clip, layout 1, the
+  // threaded path; sequence_lens and other activations stay unrolled.
+  for (int64_t lbr : {0, 1}) {
+    CAPTURE(lbr);
+    Case g = make("GRU", "bidirectional");
+    g.linear_before_reset = lbr;
+    CHECK(check_case(g));
+    g.bias = false;
+    g.init_h = true;
+    g.clip = 0.6f;
+    g.layout = 1;
+    CHECK(check_case(g));
+    g.bias = true;
+    g.init_h = false;
+    g.y = false;
+    CHECK(check_case(g));
+    Case big = big_case("GRU", lbr ? "forward" : "reverse");
+    big.linear_before_reset = lbr;
+    CHECK(check_case(big, 1e-4, 1e-4));
+    Case lens = make("GRU");
+    lens.linear_before_reset = lbr;
+    lens.lens = {3, 1};
+    CHECK_FALSE(check_case(lens));
+  }
+  Case gacts = make("GRU");
+  gacts.acts = {{"Sigmoid"}, {"Softsign"}};
+  CHECK_FALSE(check_case(gacts));
 }
 
 TEST_CASE("RNN/GRU/LSTM: errors name the node") {

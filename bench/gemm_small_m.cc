@@ -1,13 +1,16 @@
 // Microseconds of one product C[M, N] = A[M, K] · B[K, N] (float, row-major, one thread):
-// Eigen's GEMM against runtime/cpu/kernels/gemm_small_m.h, and their largest difference.
+// Eigen's GEMM against runtime/cpu/kernels/gemm_small_m.h (2 to 32 rows) and gemm_packed.h
+// (more rows; also with B transposed, as Gemm's transB), and their largest difference.
 //   build/bench/oat_gemm_small_m
 #include "runtime/cpu/kernels/gemm_small_m.h"
 
 #include <Eigen/Core>
 #include <chrono>
 #include <cstdio>
+#include <tuple>
 #include <utility>
 
+#include "runtime/cpu/kernels/gemm_packed.h"
 #include "runtime/threads.h"
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -39,6 +42,33 @@ int main() {
         oat::cpu::small_m_gemm(A.data(), B.data(), D.data(), M, N, K, 0, N, 1.f, false);
       });
       std::printf("%4d %5d %5d %10.2f %10.2f %7.2fx %10.2e\n", M, K, N, eigen, small, eigen / small,
+                  static_cast<double>((C - D).cwiseAbs().maxCoeff()));
+    }
+
+  std::printf("\n%4s %5s %5s %2s %10s %10s %8s %8s %10s\n", "M", "K", "N", "tB", "eigen_us",
+              "packed_us", "speedup", "GMAC/s", "max_diff");
+  for (auto [M, K, N] : {std::tuple{1024, 256, 768},
+                         {1024, 256, 1024},
+                         {1024, 1024, 256},
+                         {512, 512, 1024},
+                         {128, 768, 3072},
+                         {64, 4608, 512}})
+    for (bool tb : {false, true}) {
+      const RowMajor A = RowMajor::Random(M, K),
+                     B = tb ? RowMajor::Random(N, K) : RowMajor::Random(K, N);
+      RowMajor C(M, N), D(M, N);
+      const int reps = 20;
+      const double eigen = microseconds(reps, [&] {
+        if (tb)
+          C.noalias() = A * B.transpose();
+        else
+          C.noalias() = A * B;
+      });
+      const double packed = microseconds(reps, [&] {
+        oat::cpu::packed_gemm(A.data(), B.data(), tb, D.data(), M, N, K, 0, M, 1.f, false);
+      });
+      std::printf("%4d %5d %5d %2d %10.1f %10.1f %7.2fx %8.1f %10.2e\n", M, K, N, tb ? 1 : 0, eigen,
+                  packed, eigen / packed, double(M) * K * N / packed / 1e3,
                   static_cast<double>((C - D).cwiseAbs().maxCoeff()));
     }
 }

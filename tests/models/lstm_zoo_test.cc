@@ -11,6 +11,7 @@
 #include "models/torch_twin.h"
 #include "models/zoo.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/threads.h"
 #include "train/trainer.h"
 
 using namespace oat;
@@ -62,16 +63,22 @@ TEST_CASE("zoo: lstm trains in fp16 (dynamic loss scaling): the loss falls on a 
   train::TrainerConfig cfg;
   cfg.batch = 32;
   cfg.epochs = 24;
-  cfg.lr = 0.01;
+  cfg.lr = 0.005;
   cfg.graph.optimizer.kind = train::OptimizerKind::Adam;
   cfg.progress = false;
   cfg.graph.precision = DType::F16;
   cfg.loss_scale.mode = train::LossScaleMode::Dynamic;
+  // At lr 0.01 Adam's curve was chaotic (spikes to 3.3, the last loss anywhere in 1.35-1.67
+  // depending on the last digits of sums, i.e. on the GEMM kernel and how kernels split work
+  // over threads); at 0.005 it falls steadily. One thread, whatever the tests before this one
+  // set, makes it the same curve in every run.
+  oat::set_num_threads(1);
   train::Trainer t(g, cfg);
   std::vector<double> losses;
   t.on_step = [&](int64_t, double loss) { losses.push_back(loss); };
   t.fit(data, nullptr);
+  oat::set_num_threads(0);
   REQUIRE(losses.size() == 24);
   MESSAGE("zoo lstm fp16: loss " << losses.front() << " -> " << losses.back());
-  CHECK(losses.back() < 0.7 * losses.front());  // measured 2.30 -> 1.38
+  CHECK(losses.back() < 0.7 * losses.front());  // measured 2.30 -> 0.12
 }

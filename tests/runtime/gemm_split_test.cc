@@ -1,5 +1,6 @@
 // The GEMM threading of the CPU kernels (runtime/cpu/kernels/gemm_split.h): products cut into
-// strips of rows or columns, each a single-threaded Eigen GEMM, against direct loops in double.
+// strips of rows or columns, each a single-threaded Eigen GEMM (or the few-row / packed kernels
+// of gemm_small_m.h and gemm_packed.h), against direct loops in double.
 #include "runtime/cpu/kernels/gemm_split.h"
 
 #include <doctest/doctest.h>
@@ -135,5 +136,33 @@ TEST_CASE("row_major_gemm: products of 2 to 32 rows (gemm_small_m.h where built)
     // Large enough to be cut into column strips (2^21 multiply-adds each).
     CHECK(gemm_error(8, 4096, 256, false, false, 1.f, true) < 1e-4);
     CHECK(gemm_error(5, 1000, 1024, false, false, 2.f, false) < 1e-4);
+  }
+}
+
+TEST_CASE("row_major_gemm: products of more than 32 rows (gemm_packed.h where built) agree") {
+  if (!oat::cpu::kSmallMKernel)
+    MESSAGE("gemm_packed.h is not built here (no AVX-512): these products run on Eigen");
+  CHECK(oat::cpu::packed_supported(33, 16, 16) == oat::cpu::kSmallMKernel);
+  CHECK_FALSE(oat::cpu::packed_supported(32, 1024, 256));
+  CHECK_FALSE(oat::cpu::packed_supported(100, 15, 256));
+  CHECK_FALSE(oat::cpu::packed_supported(100, 64, 15));
+  for (int threads : {1, 2}) {
+    ThreadsGuard guard(threads);
+    // Rows past a multiple of 8, columns past 48 and 16, K across the 256-deep blocks.
+    for (int64_t M : {33, 41, 100})
+      for (int64_t N : {16, 17, 50, 96, 100})
+        for (int64_t K : {16, 300, 513})
+          for (bool tb : {false, true}) {
+            CAPTURE(threads);
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            CAPTURE(tb);
+            CHECK(gemm_error(M, N, K, false, tb, 1.f, false) < 1e-4);
+            CHECK(gemm_error(M, N, K, false, tb, -0.5f, true) < 1e-4);
+          }
+    // Large enough to be cut into row strips (2^21 multiply-adds each).
+    CHECK(gemm_error(1024, 256, 256, false, false, 1.f, true) < 1e-4);
+    CHECK(gemm_error(520, 100, 600, false, true, 2.f, false) < 2e-4);
   }
 }

@@ -32,16 +32,17 @@ inline Vec16 load(const float* p) {
   return v;
 }
 
-// Columns [0, 16·NV) of C's MR rows; a, b, c point at the block's first element.
+// Columns [0, 16·NV) of C's MR rows; a, b, c point at the block's first element; A's rows are
+// lda apart (K here; gemm_packed.h passes its K blocks).
 template <int MR, int NV>
-void block(const float* a, int64_t K, const float* b, int64_t ldb, float* c, int64_t ldc,
-           float alpha, bool accumulate) {
+void block(const float* a, int64_t lda, int64_t K, const float* b, int64_t ldb, float* c,
+           int64_t ldc, float alpha, bool accumulate) {
   Vec16 acc[MR][NV] = {};
   for (int64_t k = 0; k < K; ++k, b += ldb) {
     Vec16 bv[NV];
     for (int j = 0; j < NV; ++j) bv[j] = load(b + 16 * j);
     for (int m = 0; m < MR; ++m) {
-      const float am = a[m * K + k];
+      const float am = a[m * lda + k];
       for (int j = 0; j < NV; ++j) acc[m][j] += am * bv[j];
     }
   }
@@ -59,8 +60,8 @@ template <int MR>
 void columns(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t n0, int64_t n1,
              float alpha, bool accumulate) {
   int64_t n = n0;
-  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, b + n, N, c + n, N, alpha, accumulate);
-  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, K, b + n, N, c + n, N, alpha, accumulate);
   for (; n < n1; ++n)
     for (int m = 0; m < MR; ++m) {
       float s = 0.f;

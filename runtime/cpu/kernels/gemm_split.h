@@ -9,7 +9,8 @@
 // the product once every strip has at least kMinWork multiply-adds.
 //   C[:, strip] = op(A) · op(B)[:, strip]     or     C[strip, :] = op(A)[strip, :] · op(B)
 // Float products of 2 to 32 rows with neither operand transposed skip Eigen: gemm_small_m.h,
-// in strips of columns.
+// in strips of columns; float products of more rows with A not transposed: gemm_packed.h, in
+// strips of rows.
 #pragma once
 
 #include <Eigen/Core>
@@ -21,6 +22,7 @@
 #include <omp.h>
 #endif
 
+#include "runtime/cpu/kernels/gemm_packed.h"
 #include "runtime/cpu/kernels/gemm_small_m.h"
 #include "runtime/threads.h"
 
@@ -101,6 +103,15 @@ void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, i
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
+    if (!ta && packed_supported(M, N, K)) {  // many rows: gemm_packed.h, row strips of 8s
+      const int parts = static_cast<int>(std::min<int64_t>(gemm_parts(M, N, K), M / 8));
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+      for (int p = 0; p < parts; ++p) {
+        auto edge = [&](int q) { return q == parts ? M : M * q / parts / 8 * 8; };
+        packed_gemm(a, b, tb, c, M, N, K, edge(p), edge(p + 1), alpha, accumulate);
+      }
+      return;
+    }
     if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h, column strips
       const int parts = gemm_parts(M, N, K);
 #pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)

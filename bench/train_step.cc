@@ -54,7 +54,6 @@
 // runs from the previous node's end to its own, as in oat_op_profile; CPU time is the main
 // thread's, all of it at 1 thread).
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>

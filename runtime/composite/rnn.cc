@@ -170,9 +170,7 @@ void expand(Expansion& e, Cell cell) {
   // On a CPU Executor (forward only) an F32 LSTM or GRU with the default activations and no
   // sequence_lens runs as one LSTMSequence / GRUSequence node after one MatMul for both
   // directions (runtime/cpu/kernels/rnn_sequence.cc).
-  const std::vector<std::string> default_acts =
-      cell == Cell::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                         : std::vector<std::string>{"Sigmoid", "Tanh"};
+  const std::vector<std::string> default_acts = default_activations(cell);
   if (cell != Cell::RNN && e.options().cpu_inference && b.dt == DType::F32 && lens.empty() &&
       std::all_of(acts.begin(), acts.end(), [&](const std::vector<Activation>& a) {
         return a.size() == default_acts.size() &&

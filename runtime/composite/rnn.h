@@ -85,6 +85,9 @@ class Builder {
   std::string clip_lo_, clip_hi_;  // the bounds, made at their first use
 };
 
+// The spec's default activations of one direction: f (RNN); f, g (GRU); f, g, h (LSTM).
+std::vector<std::string> default_activations(Cell cell);
+
 // The activations of each direction from `activations`, `activation_alpha`, `activation_beta`
 // (rnn_builder.cc); fails naming the node on a wrong count or an unknown name.
 std::vector<std::vector<Activation>> parse_activations(Expansion& e, Cell cell, int64_t dirs);

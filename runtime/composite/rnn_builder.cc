@@ -38,6 +38,12 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::vector<std::string> default_activations(Cell cell) {
+  return cell == Cell::RNN   ? std::vector<std::string>{"Tanh"}
+         : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                             : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+}
+
 // The activations per direction. Names are matched case-insensitively (as ONNX Runtime does);
 // activation_alpha / activation_beta are consumed in order by the activations that take them,
 // the operator's default where the list has run out (ONNX Runtime's reading of the spec). A
@@ -45,10 +51,7 @@ std::string lower(std::string s) {
 std::vector<std::vector<Activation>> parse_activations(Expansion& e, Cell cell, int64_t dirs) {
   const Node& n = e.node();
   const size_t per = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 2 : 3;
-  const std::vector<std::string> defaults =
-      cell == Cell::RNN   ? std::vector<std::string>{"Tanh"}
-      : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  const std::vector<std::string> defaults = default_activations(cell);
   std::vector<std::string> names;
   if (const Attribute* a = n.attr("activations")) {
     if (a->kind != Attribute::Kind::Strings)

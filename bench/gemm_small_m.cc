@@ -52,7 +52,19 @@ int main() {
                          {1024, 1024, 256},
                          {512, 512, 1024},
                          {128, 768, 3072},
-                         {64, 4608, 512}})
+                         {64, 4608, 512},
+                         {64, 147, 1242},
+                         {512, 4608, 392},
+                         {64, 64, 400},
+                         {256, 256, 49},
+                         {256, 256, 48},
+                         {256, 256, 64},
+                         {512, 4608, 49},
+                         {512, 256, 4608},
+                         {4608, 512, 256},
+                         {512, 16, 4608},
+                         {4608, 512, 16},
+                         {2304, 256, 64}})
     for (bool tb : {false, true}) {
       const RowMajor A = RowMajor::Random(M, K),
                      B = tb ? RowMajor::Random(N, K) : RowMajor::Random(K, N);
@@ -65,7 +77,8 @@ int main() {
           C.noalias() = A * B;
       });
       const double packed = microseconds(reps, [&] {
-        oat::cpu::packed_gemm(A.data(), B.data(), tb, D.data(), M, N, K, 0, M, 1.f, false);
+        oat::cpu::packed_gemm(A.data(), K, false, B.data(), tb ? K : N, tb, D.data(), N, N, K, 0, M,
+                              1.f, false);
       });
       std::printf("%4d %5d %5d %2d %10.1f %10.1f %7.2fx %8.1f %10.2e\n", M, K, N, tb ? 1 : 0, eigen,
                   packed, eigen / packed, double(M) * K * N / packed / 1e3,

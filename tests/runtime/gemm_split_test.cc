@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "runtime/threads.h"
@@ -152,17 +153,61 @@ TEST_CASE("row_major_gemm: products of more than 32 rows (gemm_packed.h where bu
     for (int64_t M : {33, 41, 100})
       for (int64_t N : {16, 17, 50, 96, 100})
         for (int64_t K : {16, 300, 513})
-          for (bool tb : {false, true}) {
-            CAPTURE(threads);
-            CAPTURE(M);
-            CAPTURE(N);
-            CAPTURE(K);
-            CAPTURE(tb);
-            CHECK(gemm_error(M, N, K, false, tb, 1.f, false) < 1e-4);
-            CHECK(gemm_error(M, N, K, false, tb, -0.5f, true) < 1e-4);
-          }
+          for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+              CAPTURE(threads);
+              CAPTURE(M);
+              CAPTURE(N);
+              CAPTURE(K);
+              CAPTURE(ta);
+              CAPTURE(tb);
+              CHECK(gemm_error(M, N, K, ta, tb, 1.f, false) < 1e-4);
+              CHECK(gemm_error(M, N, K, ta, tb, -0.5f, true) < 1e-4);
+            }
     // Large enough to be cut into row strips (2^21 multiply-adds each).
     CHECK(gemm_error(1024, 256, 256, false, false, 1.f, true) < 1e-4);
     CHECK(gemm_error(520, 100, 600, false, true, 2.f, false) < 2e-4);
+    CHECK(gemm_error(600, 530, 200, true, false, 1.f, true) < 2e-4);
+  }
+}
+
+TEST_CASE("threaded_packed_gemm: leading dimensions past the rows, padding columns untouched") {
+  // A conv's GEMM writes a column strip of Y (ldc = the plane) from an im2col block, or reads
+  // W_gᵀ in place (ta); the padded 16-wide tail (N mod 16 != 0) must add only its own columns.
+  if (!oat::cpu::kSmallMKernel) {
+    MESSAGE("gemm_packed.h is not built here (no AVX-512): nothing to test");
+    return;
+  }
+  for (int threads : {1, 2}) {
+    ThreadsGuard guard(threads);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (auto [M, N, K] :
+             {std::tuple<int64_t, int64_t, int64_t>{64, 49, 147}, {300, 700, 300}, {40, 16, 600}}) {
+          CAPTURE(threads);
+          CAPTURE(ta);
+          CAPTURE(tb);
+          CAPTURE(M);
+          CAPTURE(N);
+          const int64_t lda = (ta ? M : K) + 5, ldb = (tb ? K : N) + 11, ldc = N + 23;
+          std::mt19937 rng(static_cast<unsigned>(M + N + K + tb + 2 * ta));
+          const auto a = random_values(static_cast<size_t>((ta ? K : M) * lda), rng);
+          const auto b = random_values(static_cast<size_t>((tb ? N : K) * ldb), rng);
+          auto c = random_values(static_cast<size_t>(M * ldc), rng);
+          const auto before = c;
+          oat::cpu::threaded_packed_gemm(a.data(), lda, ta, b.data(), ldb, tb, c.data(), ldc, M, N,
+                                         K, 0.5f, true);
+          double err = 0;
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              double want = before[i * ldc + j];
+              if (j < N)
+                for (int64_t k = 0; k < K; ++k)
+                  want += 0.5 * (ta ? a[k * lda + i] : a[i * lda + k]) *
+                          (tb ? b[j * ldb + k] : b[k * ldb + j]);
+              err = std::max(err, std::abs(c[i * ldc + j] - want));
+            }
+          CHECK(err < 1e-4);
+        }
   }
 }

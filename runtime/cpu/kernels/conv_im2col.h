@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -23,17 +24,38 @@ using StridedMap = Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterS
 template <class T>
 using ConstStridedMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// C (m x n) += A (m x k) · B (k x n); row-major with leading dimensions lda, ldb, ldc.
-// (Accumulating lets the caller start C at the bias: `C = A·B` would cost Eigen an extra pass
-// to zero C.) Threaded by split_product (gemm_split.h) unless called inside an OpenMP parallel
-// region.
+// C (m x n) = op(A) · op(B) (+ C when accumulate), row-major with leading dimensions lda, ldb,
+// ldc; op(A) = A stored (m x k), or Aᵀ with A stored (k x m) when ta; op(B) = B stored (k x n),
+// or Bᵀ with B stored (n x k) when tb. Float products of more than 32 rows run on
+// gemm_packed.h, the rest on Eigen; threaded (gemm_split.h) unless called inside an OpenMP
+// parallel region.
+template <class T>
+void strided_gemm(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
+                  int64_t ldc, int64_t m, int64_t n, int64_t k, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed_supported(m, n, k))  // in place, with the leading dimensions
+      return threaded_packed_gemm(a, lda, ta, b, ldb, tb, c, ldc, m, n, k, 1.f, accumulate);
+  }
+  StridedMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
+  auto with_b = [&](const auto& opA) {
+    if (tb)
+      threaded_product(C, opA, ConstStridedMap<T>(b, n, k, Eigen::OuterStride<>(ldb)).transpose(),
+                       accumulate);
+    else
+      threaded_product(C, opA, ConstStridedMap<T>(b, k, n, Eigen::OuterStride<>(ldb)), accumulate);
+  };
+  if (ta)
+    with_b(ConstStridedMap<T>(a, k, m, Eigen::OuterStride<>(lda)).transpose());
+  else
+    with_b(ConstStridedMap<T>(a, m, k, Eigen::OuterStride<>(lda)));
+}
+
+// C (m x n) += A (m x k) · B (k x n). (Accumulating lets the caller start C at the bias:
+// `C = A·B` would cost Eigen an extra pass to zero C.)
 template <class T>
 void gemm_accumulate(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
                      int64_t n, int64_t k) {
-  ConstStridedMap<T> A(a, m, k, Eigen::OuterStride<>(lda));
-  ConstStridedMap<T> B(b, k, n, Eigen::OuterStride<>(ldb));
-  StridedMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
-  threaded_product(C, A, B, true);
+  strided_gemm(a, lda, false, b, ldb, false, c, ldc, m, n, k, true);
 }
 
 // A per-thread scratch buffer that only grows (OpenMP threads persist, so the im2col matrix is

@@ -32,17 +32,17 @@ inline Vec16 load(const float* p) {
   return v;
 }
 
-// Columns [0, 16·NV) of C's MR rows; a, b, c point at the block's first element; A's rows are
-// lda apart (K here; gemm_packed.h passes its K blocks).
+// Columns [0, 16·NV) of C's MR rows; a, b, c point at the block's first element; A[m, k] is
+// a[m·rs + k·cs] (rs = K, cs = 1 here; gemm_packed.h passes its K blocks and transposed A).
 template <int MR, int NV>
-void block(const float* a, int64_t lda, int64_t K, const float* b, int64_t ldb, float* c,
+void block(const float* a, int64_t rs, int64_t cs, int64_t K, const float* b, int64_t ldb, float* c,
            int64_t ldc, float alpha, bool accumulate) {
   Vec16 acc[MR][NV] = {};
-  for (int64_t k = 0; k < K; ++k, b += ldb) {
+  for (int64_t k = 0; k < K; ++k, b += ldb, a += cs) {
     Vec16 bv[NV];
     for (int j = 0; j < NV; ++j) bv[j] = load(b + 16 * j);
     for (int m = 0; m < MR; ++m) {
-      const float am = a[m * lda + k];
+      const float am = a[m * rs];
       for (int j = 0; j < NV; ++j) acc[m][j] += am * bv[j];
     }
   }
@@ -60,8 +60,8 @@ template <int MR>
 void columns(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t n0, int64_t n1,
              float alpha, bool accumulate) {
   int64_t n = n0;
-  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, K, b + n, N, c + n, N, alpha, accumulate);
-  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, 1, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, 1, K, b + n, N, c + n, N, alpha, accumulate);
   for (; n < n1; ++n)
     for (int m = 0; m < MR; ++m) {
       float s = 0.f;

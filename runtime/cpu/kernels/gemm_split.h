@@ -9,8 +9,7 @@
 // the product once every strip has at least kMinWork multiply-adds.
 //   C[:, strip] = op(A) · op(B)[:, strip]     or     C[strip, :] = op(A)[strip, :] · op(B)
 // Float products of 2 to 32 rows with neither operand transposed skip Eigen: gemm_small_m.h,
-// in strips of columns; float products of more rows with A not transposed: gemm_packed.h, in
-// strips of rows.
+// in strips of columns; float products of more rows: gemm_packed.h, in strips of rows.
 #pragma once
 
 #include <Eigen/Core>
@@ -87,6 +86,20 @@ void threaded_product(CMat C, const AOp& A, const BOp& B, bool accumulate) {
                 });
 }
 
+// C = alpha · op(A) · op(B) (+ C) on gemm_packed.h (packed_supported(M, N, K) must hold),
+// leading dimensions lda, ldb, ldc; C's rows are cut into strips of multiples of 8, one per
+// thread.
+inline void threaded_packed_gemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb,
+                                 bool tb, float* c, int64_t ldc, int64_t M, int64_t N, int64_t K,
+                                 float alpha, bool accumulate) {
+  const int parts = static_cast<int>(std::min<int64_t>(gemm_parts(M, N, K), M / 8));
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+  for (int p = 0; p < parts; ++p) {
+    auto edge = [&](int q) { return q == parts ? M : M * q / parts / 8 * 8; };
+    packed_gemm(a, lda, ta, b, ldb, tb, c, ldc, N, K, edge(p), edge(p + 1), alpha, accumulate);
+  }
+}
+
 template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -103,13 +116,8 @@ void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, i
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (!ta && packed_supported(M, N, K)) {  // many rows: gemm_packed.h, row strips of 8s
-      const int parts = static_cast<int>(std::min<int64_t>(gemm_parts(M, N, K), M / 8));
-#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
-      for (int p = 0; p < parts; ++p) {
-        auto edge = [&](int q) { return q == parts ? M : M * q / parts / 8 * 8; };
-        packed_gemm(a, b, tb, c, M, N, K, edge(p), edge(p + 1), alpha, accumulate);
-      }
+    if (packed_supported(M, N, K)) {  // many rows: gemm_packed.h
+      threaded_packed_gemm(a, ta ? M : K, ta, b, tb ? K : N, tb, c, N, M, N, K, alpha, accumulate);
       return;
     }
     if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h, column strips

@@ -12,8 +12,10 @@
 // stride 1, no pads) reads X and writes dX directly. Depthwise convs (group == C, one input
 // channel per group) use direct loops over the taps instead, and so does dW of any conv with
 // one input channel per group (grad_conv_direct.h):
-//   dW[m, t]                           = Σ_n Σ_o dY[n, m, o] · X[n, m / mult, o·stride - pad +
-//   t·dil] dX[n, c, o·stride - pad + t·dil]  += Σ_{m : m / mult = c} W[m, t] · dY[n, m, o]
+//   dW[m, t] = Σ_n Σ_o dY[n, m, o] · X[n, m / mult, o·stride - pad + t·dil]
+//   dX[n, c, o·stride - pad + t·dil] += Σ_{m : m / mult = c} W[m, t] · dY[n, m, o]
+// The GEMMs are conv_im2col.h's strided_gemm (gemm_packed.h for float, Eigen otherwise), which
+// reads colᵀ and W_gᵀ in place.
 // grad_type = 1 (FLOAT; runtime/grad_type.h): dW and dB in float32; with F16/BF16 operands they
 // are the FP32 kernel's accumulation itself (low_precision.h in_fp32), not rounded to 16 bits.
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing; it must be
@@ -122,7 +124,7 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
   run_backward_tasks(tasks, threads, [&](int64_t t, bool inside) {
     const int64_t g = t / tiles.chunks, j = t % tiles.chunks;
     const int64_t n0 = j * tiles.images, n1 = std::min(N, n0 + tiles.images);
-    Eigen::Map<const RowMajorMatrix<T>> Wg(wt + g * Mg * K, Mg, K);
+    const T* wg = wt + g * Mg * K;  // W_g: Mg x K
     T* dwg = dw ? acc.mine() + g * Mg * K : nullptr;
     auto x_of = [&](int64_t n) { return x + (n * C + g * Cg) * plane; };
     auto dx_of = [&](int64_t n) { return dx + (n * C + g * Cg) * plane; };
@@ -133,7 +135,7 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
       const T* dyg = dy + (n * M + g * Mg) * P;
       for (int64_t p0 = 0; p0 < P; p0 += tiles.width) {
         const int64_t width = std::min(P, p0 + tiles.width) - p0;
-        ConstStridedMap<T> D(dyg + p0, Mg, width, Eigen::OuterStride<>(P));
+        const T* d = dyg + p0;  // D: Mg x width, rows P apart
         T* buf = thread_scratch<T, 0>(static_cast<size_t>(K * width));
         if (dwg) {
           const T* col = x_of(n) + p0;  // pointwise: X is its own column matrix
@@ -143,17 +145,13 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
             col = buf;
             ld = width;
           }
-          threaded_product(StridedMap<T>(dwg, Mg, K, Eigen::OuterStride<>(K)), D,
-                           ConstStridedMap<T>(col, K, width, Eigen::OuterStride<>(ld)).transpose(),
-                           true);
+          strided_gemm(d, P, false, col, ld, true, dwg, K, Mg, K, width, true);  // dW_g += D · colᵀ
         }
         if (dx) {
           if (pointwise) {
-            threaded_product(StridedMap<T>(dx_of(n) + p0, Cg, width, Eigen::OuterStride<>(P)),
-                             Wg.transpose(), D, true);
+            strided_gemm(wg, K, true, d, P, false, dx_of(n) + p0, P, Cg, width, Mg, true);
           } else {
-            threaded_product(Eigen::Map<RowMajorMatrix<T>>(buf, K, width), Wg.transpose(), D,
-                             false);
+            strided_gemm(wg, K, true, d, P, false, buf, width, K, width, Mg, false);  // W_gᵀ · D
             col2im_range(buf, width, Cg, w, p0, p0 + width, dx_of(n), inside);
           }
         }
@@ -169,15 +167,14 @@ void gemm_backward(const T* dy, const T* x, const T* wt, T* dx, T* dw, int64_t N
         const T* src = dy + (n * M + g * Mg + m) * P;
         std::copy(src, src + P, d + m * width + (n - n0) * P);
       }
-    Eigen::Map<const RowMajorMatrix<T>> D(d, Mg, width);
     if (dwg) {
       for (int64_t n = n0; n < n1; ++n)
         im2col_image(x_of(n), Cg, w, buf + (n - n0) * P, width, inside);
-      threaded_product(Eigen::Map<RowMajorMatrix<T>>(dwg, Mg, K), D,
-                       Eigen::Map<const RowMajorMatrix<T>>(buf, K, width).transpose(), true);
+      // dW_g += D · colᵀ
+      strided_gemm(d, width, false, buf, width, true, dwg, K, Mg, K, width, true);
     }
     if (dx) {
-      threaded_product(Eigen::Map<RowMajorMatrix<T>>(buf, K, width), Wg.transpose(), D, false);
+      strided_gemm(wg, K, true, d, width, false, buf, width, K, width, Mg, false);  // W_gᵀ · D
       for (int64_t n = n0; n < n1; ++n)
         col2im_image(buf + (n - n0) * P, width, Cg, w, dx_of(n), inside);
     }

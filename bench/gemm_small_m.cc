@@ -64,7 +64,10 @@ int main() {
                          {4608, 512, 256},
                          {512, 16, 4608},
                          {4608, 512, 16},
-                         {2304, 256, 64}})
+                         {2304, 256, 64},
+                         {16, 150, 3200},
+                         {16, 3200, 150},
+                         {150, 3200, 16}})
     for (bool tb : {false, true}) {
       const RowMajor A = RowMajor::Random(M, K),
                      B = tb ? RowMajor::Random(N, K) : RowMajor::Random(K, N);

@@ -194,6 +194,12 @@ const std::vector<ConvCase>& conv_cases() {
       {"winograd asymmetric pads", {2, 20, 8, 11}, 17, {3, 3}, 1, {}, {0, 2, 1, 0}, {}, ""},
       {"winograd no pads no bias", {1, 16, 10, 6}, 24, {3, 3}, 1, {}, {}, {}, "", false},
       {"winograd many images", {17, 16, 4, 5}, 16, {3, 3}, 1, {}, {}, {}, "SAME_UPPER"},
+      // More than 32 output channels: gemm_packed.h (float), with an N mod 16 tail.
+      {"packed GEMM, one image in column tiles", {1, 3, 30, 30}, 40, {5, 5}, 1, {2, 2},
+       {2, 2, 2, 2}, {}, ""},
+      {"packed GEMM, images side by side", {6, 8, 5, 5}, 36, {3, 3}, 1, {2, 2}, {1, 1, 1, 1}, {},
+       ""},
+      {"packed GEMM, pointwise", {3, 16, 7, 7}, 48, {1, 1}, 1, {}, {}, {}, ""},
       {"1d", {3, 4, 17}, 6, {5}, 1, {2}, {2, 1}, {}, ""},
       {"1d groups dilated", {2, 4, 12}, 4, {3}, 2, {}, {1, 1}, {3}, ""},
       {"1d one channel", {2, 1, 20}, 3, {3}, 1, {}, {1, 2}, {}, ""},

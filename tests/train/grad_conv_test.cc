@@ -234,6 +234,11 @@ TEST_CASE("ConvGrad matches direct loops on tiled and threaded paths") {
       check_conv_grad_kernel({3, 8, 36, 36, 12, 3, 3, 2, 2, 2, 2}, dt);
       // Pointwise: X is its own column matrix.
       check_conv_grad_kernel({5, 16, 9, 9, 8, 1, 1}, dt);
+      // More than 32 output channels: dW = D·colᵀ and dcol = W_gᵀ·D on gemm_packed.h (float),
+      // widths with N mod 16 tails; one image, several per task, pointwise.
+      check_conv_grad_kernel({1, 4, 30, 30, 48, 3, 3, 1, 2, 1}, dt);
+      check_conv_grad_kernel({5, 8, 9, 9, 40, 3, 3, 1, 1, 1}, dt);
+      check_conv_grad_kernel({3, 40, 6, 6, 36, 1, 1}, dt);
       // Depthwise.
       check_conv_grad_kernel({4, 6, 11, 11, 12, 3, 3, 6, 2, 1}, dt);
       // One input channel: direct dW (grad_conv_direct.h), LeNet's first conv and rows wider

@@ -239,6 +239,11 @@ TEST_CASE("ConvGrad matches direct loops on tiled and threaded paths") {
       check_conv_grad_kernel({1, 4, 30, 30, 48, 3, 3, 1, 2, 1}, dt);
       check_conv_grad_kernel({5, 8, 9, 9, 40, 3, 3, 1, 1, 1}, dt);
       check_conv_grad_kernel({3, 40, 6, 6, 36, 1, 1}, dt);
+      // 3x3, stride 1, 16+ channels: dX by Winograd (a conv of dY with W flipped), pads 0-2,
+      // odd sizes; dW still by the GEMM.
+      check_conv_grad_kernel({3, 16, 9, 10, 20, 3, 3, 1, 1, 1}, dt);
+      check_conv_grad_kernel({2, 24, 8, 11, 16, 3, 3, 1, 1, 0}, dt);
+      check_conv_grad_kernel({2, 17, 6, 7, 32, 3, 3, 1, 1, 2}, dt);
       // Depthwise.
       check_conv_grad_kernel({4, 6, 11, 11, 12, 3, 3, 6, 2, 1}, dt);
       // One input channel: direct dW (grad_conv_direct.h), LeNet's first conv and rows wider

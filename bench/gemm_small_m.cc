@@ -1,6 +1,7 @@
 // Microseconds of one product C[M, N] = A[M, K] · B[K, N] (float, row-major, one thread):
 // Eigen's GEMM against runtime/cpu/kernels/gemm_small_m.h (2 to 32 rows) and gemm_packed.h
-// (more rows; also with B transposed, as Gemm's transB), and their largest difference.
+// (more rows; also with B transposed, as Gemm's transB), gemm_split.h's transposed product (16-32
+// rows times Bᵀ), and their largest difference.
 //   build/bench/oat_gemm_small_m
 #include "runtime/cpu/kernels/gemm_small_m.h"
 
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "runtime/cpu/kernels/gemm_packed.h"
+#include "runtime/cpu/kernels/gemm_split.h"
 #include "runtime/threads.h"
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -39,7 +41,7 @@ int main() {
       const int reps = K * N > (1 << 20) ? 200 : 2000;
       const double eigen = microseconds(reps, [&] { C.noalias() = A * B; });
       const double small = microseconds(reps, [&] {
-        oat::cpu::small_m_gemm(A.data(), B.data(), D.data(), M, N, K, 0, N, 1.f, false);
+        oat::cpu::small_m_gemm(A.data(), K, B.data(), N, D.data(), N, M, K, 0, N, 1.f, false);
       });
       std::printf("%4d %5d %5d %10.2f %10.2f %7.2fx %10.2e\n", M, K, N, eigen, small, eigen / small,
                   static_cast<double>((C - D).cwiseAbs().maxCoeff()));
@@ -87,4 +89,24 @@ int main() {
                   packed, eigen / packed, double(M) * K * N / packed / 1e3,
                   static_cast<double>((C - D).cwiseAbs().maxCoeff()));
     }
+
+  // Few rows times Bᵀ (a Linear layer on a small batch, a conv's dW with 16-32 channels):
+  // Eigen against gemm_split.h's transposed_packed_gemm (Cᵀ = B · Aᵀ on the packed kernel).
+  std::printf("\n%4s %5s %5s %10s %10s %8s %10s  (C = A · Bᵀ)\n", "M", "K", "N", "eigen_us",
+              "transp_us", "speedup", "max_diff");
+  for (auto [M, K, N] : {std::tuple{16, 784, 256},
+                         {32, 784, 256},
+                         {16, 3200, 150},
+                         {32, 1024, 4096},
+                         {16, 256, 1024}}) {
+    const RowMajor A = RowMajor::Random(M, K), B = RowMajor::Random(N, K);
+    RowMajor C(M, N), D(M, N);
+    const int reps = 200;
+    const double eigen = microseconds(reps, [&] { C.noalias() = A * B.transpose(); });
+    const double transp = microseconds(reps, [&] {
+      oat::cpu::transposed_packed_gemm(A.data(), K, B.data(), K, D.data(), N, M, N, K, 1.f, false);
+    });
+    std::printf("%4d %5d %5d %10.1f %10.1f %7.2fx %10.2e\n", M, K, N, eigen, transp, eigen / transp,
+                static_cast<double>((C - D).cwiseAbs().maxCoeff()));
+  }
 }

@@ -140,6 +140,27 @@ TEST_CASE("row_major_gemm: products of 2 to 32 rows (gemm_small_m.h where built)
   }
 }
 
+TEST_CASE("row_major_gemm: 16 to 32 rows times Bᵀ (the transposed packed product) agree") {
+  CHECK(oat::cpu::transposed_packed_supported(16, 33, 16) == oat::cpu::kSmallMKernel);
+  CHECK_FALSE(oat::cpu::transposed_packed_supported(15, 100, 100));
+  CHECK_FALSE(oat::cpu::transposed_packed_supported(33, 100, 100));
+  CHECK_FALSE(oat::cpu::transposed_packed_supported(20, 32, 100));
+  for (int threads : {1, 2}) {
+    ThreadsGuard guard(threads);
+    for (int64_t M : {16, 17, 25, 32})
+      for (int64_t N : {33, 100, 300})
+        for (int64_t K : {16, 40, 300}) {
+          CAPTURE(threads);
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CHECK(gemm_error(M, N, K, false, true, 1.f, false) < 1e-4);
+          CHECK(gemm_error(M, N, K, false, true, -0.5f, true) < 1e-4);
+        }
+    CHECK(gemm_error(32, 4096, 784, false, true, 1.f, true) < 2e-4);  // split over threads
+  }
+}
+
 TEST_CASE("row_major_gemm: products of more than 32 rows (gemm_packed.h where built) agree") {
   if (!oat::cpu::kSmallMKernel)
     MESSAGE("gemm_packed.h is not built here (no AVX-512): these products run on Eigen");

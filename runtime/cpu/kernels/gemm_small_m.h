@@ -55,18 +55,20 @@ void block(const float* a, int64_t rs, int64_t cs, int64_t K, const float* b, in
     }
 }
 
-// Columns [n0, n1) of C.
+// Columns [n0, n1) of C; rows of A, B and C lda, ldb and ldc apart.
 template <int MR>
-void columns(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t n0, int64_t n1,
-             float alpha, bool accumulate) {
+void columns(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+             int64_t K, int64_t n0, int64_t n1, float alpha, bool accumulate) {
   int64_t n = n0;
-  for (; n + 48 <= n1; n += 48) block<MR, 3>(a, K, 1, K, b + n, N, c + n, N, alpha, accumulate);
-  for (; n + 16 <= n1; n += 16) block<MR, 1>(a, K, 1, K, b + n, N, c + n, N, alpha, accumulate);
+  for (; n + 48 <= n1; n += 48)
+    block<MR, 3>(a, lda, 1, K, b + n, ldb, c + n, ldc, alpha, accumulate);
+  for (; n + 16 <= n1; n += 16)
+    block<MR, 1>(a, lda, 1, K, b + n, ldb, c + n, ldc, alpha, accumulate);
   for (; n < n1; ++n)
     for (int m = 0; m < MR; ++m) {
       float s = 0.f;
-      for (int64_t k = 0; k < K; ++k) s += a[m * K + k] * b[k * N + n];
-      c[m * N + n] = alpha * s + (accumulate ? c[m * N + n] : 0.f);
+      for (int64_t k = 0; k < K; ++k) s += a[m * lda + k] * b[k * ldb + n];
+      c[m * ldc + n] = alpha * s + (accumulate ? c[m * ldc + n] : 0.f);
     }
 }
 
@@ -76,29 +78,32 @@ inline bool small_m_supported(int64_t M, int64_t N, int64_t K) {
   return M >= 2 && M <= 32 && N >= 16 && K > 0;
 }
 
-// Columns [n0, n1) of C = alpha · A · B (+ C); small_m_supported(M, N, K) must hold.
-inline void small_m_gemm(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K,
-                         int64_t n0, int64_t n1, float alpha, bool accumulate) {
+// Columns [n0, n1) of C = alpha · A · B (+ C); small_m_supported(M, N, K) must hold. Rows of
+// A, B and C are lda, ldb and ldc apart.
+inline void small_m_gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                         int64_t ldc, int64_t M, int64_t K, int64_t n0, int64_t n1, float alpha,
+                         bool accumulate) {
   using small_m_detail::columns;
   if (M > 8) {  // balanced chunks of at most 8 rows (never one of a single row)
     const int64_t chunks = (M + 7) / 8;
     for (int64_t q = 0; q < chunks; ++q) {
       const int64_t r0 = M * q / chunks, r1 = M * (q + 1) / chunks;
-      small_m_gemm(a + r0 * K, b, c + r0 * N, r1 - r0, N, K, n0, n1, alpha, accumulate);
+      small_m_gemm(a + r0 * lda, lda, b, ldb, c + r0 * ldc, ldc, r1 - r0, K, n0, n1, alpha,
+                   accumulate);
     }
     return;
   }
-  using Columns =
-      void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, float, bool);
+  using Columns = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
+                           int64_t, int64_t, float, bool);
   static constexpr Columns kByRows[] = {nullptr,    nullptr,    columns<2>, columns<3>, columns<4>,
                                         columns<5>, columns<6>, columns<7>, columns<8>};
-  kByRows[M](a, b, c, N, K, n0, n1, alpha, accumulate);
+  kByRows[M](a, lda, b, ldb, c, ldc, K, n0, n1, alpha, accumulate);
 }
 #else
 constexpr bool kSmallMKernel = false;
 inline bool small_m_supported(int64_t, int64_t, int64_t) { return false; }
-inline void small_m_gemm(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, float, bool) {}
+inline void small_m_gemm(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, float, bool) {}
 #endif
 
 }  // namespace oat::cpu

@@ -9,13 +9,15 @@
 // the product once every strip has at least kMinWork multiply-adds.
 //   C[:, strip] = op(A) · op(B)[:, strip]     or     C[strip, :] = op(A)[strip, :] · op(B)
 // Float products of 2 to 32 rows with neither operand transposed skip Eigen: gemm_small_m.h,
-// in strips of columns; float products of more rows: gemm_packed.h, in strips of rows.
+// in strips of columns; float products of more rows: gemm_packed.h, in strips of rows; of 16 to
+// 32 rows with B transposed: gemm_packed.h on the transposed product.
 #pragma once
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -100,6 +102,41 @@ inline void threaded_packed_gemm(const float* a, int64_t lda, bool ta, const flo
   }
 }
 
+// C = alpha · A · B (+ C) on gemm_small_m.h (small_m_supported(M, N, K) must hold), leading
+// dimensions lda, ldb, ldc; C's columns are cut into strips of multiples of 16, one per thread.
+inline void threaded_small_m_gemm(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                  float* c, int64_t ldc, int64_t M, int64_t N, int64_t K,
+                                  float alpha, bool accumulate) {
+  const int parts = gemm_parts(M, N, K);
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+  for (int p = 0; p < parts; ++p) {
+    auto edge = [&](int q) { return q == parts ? N : N * q / parts / 16 * 16; };
+    small_m_gemm(a, lda, b, ldb, c, ldc, M, K, edge(p), edge(p + 1), alpha, accumulate);
+  }
+}
+
+// C = alpha · A · Bᵀ (+ C), B stored [N, K], with few rows (M <= 32) and many columns: computed
+// as Cᵀ = B · Aᵀ on gemm_packed.h (B's N rows are the many rows there, Aᵀ the packed operand)
+// into scratch, then added into C transposed (M x N elements, next to M·N·K multiply-adds).
+// packed_supported(N, M, K) must hold. A Linear layer (transB) on a batch of 16-32 rows, and a
+// conv's dW = D · colᵀ with 16-32 output channels: 1.1-1.5x Eigen (build/bench/oat_gemm_small_m).
+inline void transposed_packed_gemm(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                   float* c, int64_t ldc, int64_t M, int64_t N, int64_t K,
+                                   float alpha, bool accumulate) {
+  thread_local std::vector<float> t;  // Cᵀ, N x M
+  t.resize(static_cast<size_t>(N * M));
+  threaded_packed_gemm(b, ldb, false, a, lda, true, t.data(), M, N, M, K, alpha, false);
+  for (int64_t i = 0; i < M; ++i) {
+    float* ci = c + i * ldc;
+    for (int64_t j = 0; j < N; ++j) ci[j] = t[j * M + i] + (accumulate ? ci[j] : 0.f);
+  }
+}
+
+// Whether transposed_packed_gemm takes C = A · Bᵀ (M x N x K).
+inline bool transposed_packed_supported(int64_t M, int64_t N, int64_t K) {
+  return M <= 32 && packed_supported(N, M, K);
+}
+
 template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -120,13 +157,12 @@ void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, i
       threaded_packed_gemm(a, ta ? M : K, ta, b, tb ? K : N, tb, c, N, M, N, K, alpha, accumulate);
       return;
     }
-    if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h, column strips
-      const int parts = gemm_parts(M, N, K);
-#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
-      for (int p = 0; p < parts; ++p) {
-        auto edge = [&](int q) { return q == parts ? N : N * q / parts / 16 * 16; };
-        small_m_gemm(a, b, c, M, N, K, edge(p), edge(p + 1), alpha, accumulate);
-      }
+    if (!ta && tb && transposed_packed_supported(M, N, K)) {  // few rows, Bᵀ: as Cᵀ = B · Aᵀ
+      transposed_packed_gemm(a, K, b, K, c, N, M, N, K, alpha, accumulate);
+      return;
+    }
+    if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h
+      threaded_small_m_gemm(a, K, b, N, c, N, M, N, K, alpha, accumulate);
       return;
     }
   }

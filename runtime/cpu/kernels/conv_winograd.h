@@ -67,11 +67,79 @@ void winograd_filter_transform(const T* wt, int64_t M, int64_t C, T* U) {
   }
 }
 
+// A run of tiles: the tiles tx in [tx0, tx1) of tile row ty of image n, at block column k0.
+struct WinogradRun {
+  int64_t n, ty, tx0, tx1, k0;
+};
+
+// The runs of the tiles [t0, t0 + nt), numbered image by image and row by row (per_image tiles
+// an image, TW a row).
+inline std::vector<WinogradRun> winograd_runs(int64_t t0, int64_t nt, int64_t per_image,
+                                              int64_t TW) {
+  std::vector<WinogradRun> runs;
+  for (int64_t g = t0; g < t0 + nt;) {
+    const int64_t n = g / per_image, ty = (g % per_image) / TW, tx = g % TW;
+    const int64_t len = std::min(TW - tx, t0 + nt - g);
+    runs.push_back({n, ty, tx, tx + len, g - t0});
+    g += len;
+  }
+  return runs;
+}
+
+// V[ξ·C·nt + c·nt + k] = (Bᵀ d B)[ξ] for tile k of the runs (nt tiles) in channel c, d the 4x4
+// input patch at (2·ty - pad_top, 2·tx - pad_left) of x (C planes of w.in[1] x w.in[2]).
+template <class T>
+void winograd_input_transform(const T* x, int64_t C, const Window3& w,
+                              const std::vector<WinogradRun>& runs, int64_t nt, T* V) {
+  const int64_t IH = w.in[1], IW = w.in[2], pt = w.pad[1], pl = w.pad[2];
+  const int64_t TW = (w.out[2] + 1) / 2;
+  T* rows = thread_scratch<T, 2>(static_cast<size_t>(4 * (2 * TW + 2)));
+  const int64_t sv = C * nt;  // V stride between ξ
+  for (int64_t c = 0; c < C; ++c)
+    for (const WinogradRun& r : runs) {
+      // The 4 input rows under this tile row, zero-padded: row i, column 2·k + j holds
+      // x[2·ty - pt + i, 2·(tx0 + k) - pl + j].
+      const int64_t len = r.tx1 - r.tx0, width = 2 * len + 2, col0 = 2 * r.tx0 - pl;
+      const T* xc = x + (r.n * C + c) * IH * IW;
+      for (int i = 0; i < 4; ++i) {
+        T* row = rows + i * width;
+        const int64_t iy = 2 * r.ty - pt + i;
+        if (iy < 0 || iy >= IH) {
+          std::fill(row, row + width, T(0));
+          continue;
+        }
+        const int64_t lo = std::clamp<int64_t>(-col0, 0, width);
+        const int64_t hi = std::clamp<int64_t>(IW - col0, lo, width);
+        std::fill(row, row + lo, T(0));
+        std::copy(xc + iy * IW + col0 + lo, xc + iy * IW + col0 + hi, row + lo);
+        std::fill(row + hi, row + width, T(0));
+      }
+      const T *d0 = rows, *d1 = rows + width, *d2 = rows + 2 * width, *d3 = rows + 3 * width;
+      T* v = V + c * nt + r.k0;
+#pragma omp simd
+      for (int64_t k = 0; k < len; ++k) {
+        T q[4][4];  // Bᵀ d, column j of the patch at 2k + j
+        for (int j = 0; j < 4; ++j) {
+          const int64_t at = 2 * k + j;
+          q[0][j] = d0[at] - d2[at];
+          q[1][j] = d1[at] + d2[at];
+          q[2][j] = d2[at] - d1[at];
+          q[3][j] = d1[at] - d3[at];
+        }
+        for (int i = 0; i < 4; ++i) {  // (Bᵀ d) B
+          v[(i * 4 + 0) * sv + k] = q[i][0] - q[i][2];
+          v[(i * 4 + 1) * sv + k] = q[i][1] + q[i][2];
+          v[(i * 4 + 2) * sv + k] = q[i][2] - q[i][1];
+          v[(i * 4 + 3) * sv + k] = q[i][1] - q[i][3];
+        }
+      }
+    }
+}
+
 template <class T>
 void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
                    const Window3& w, int64_t threads) {
-  const int64_t IH = w.in[1], IW = w.in[2], OH = w.out[1], OW = w.out[2];
-  const int64_t pt = w.pad[1], pl = w.pad[2];
+  const int64_t OH = w.out[1], OW = w.out[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
   std::unique_ptr<T[]> U(new T[static_cast<size_t>(16 * M * C)]);
   winograd_filter_transform(wt, M, C, U.get());
@@ -83,62 +151,12 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   B = (tiles + blocks - 1) / blocks;
   blocks = (tiles + B - 1) / B;
 
-  // A run: the tiles tx in [tx0, tx1) of tile row ty of image n, at block column k0.
-  struct Run {
-    int64_t n, ty, tx0, tx1, k0;
-  };
   auto block = [&](int64_t b) {
     const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
-    std::vector<Run> runs;
-    for (int64_t g = t0; g < t0 + nt;) {
-      const int64_t n = g / per_image, ty = (g % per_image) / TW, tx = g % TW;
-      const int64_t len = std::min(TW - tx, t0 + nt - g);
-      runs.push_back({n, ty, tx, tx + len, g - t0});
-      g += len;
-    }
+    const std::vector<WinogradRun> runs = winograd_runs(t0, nt, per_image, TW);
     T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * C * nt));
     T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * M * nt));
-    T* rows = thread_scratch<T, 2>(static_cast<size_t>(4 * (2 * TW + 2)));
-    const int64_t sv = C * nt;  // V stride between ξ
-    for (int64_t c = 0; c < C; ++c)
-      for (const Run& r : runs) {
-        // The 4 input rows under this tile row, zero-padded: row i, column 2·k + j holds
-        // x[2·ty - pt + i, 2·(tx0 + k) - pl + j].
-        const int64_t len = r.tx1 - r.tx0, width = 2 * len + 2, col0 = 2 * r.tx0 - pl;
-        const T* xc = x + (r.n * C + c) * IH * IW;
-        for (int i = 0; i < 4; ++i) {
-          T* row = rows + i * width;
-          const int64_t iy = 2 * r.ty - pt + i;
-          if (iy < 0 || iy >= IH) {
-            std::fill(row, row + width, T(0));
-            continue;
-          }
-          const int64_t lo = std::clamp<int64_t>(-col0, 0, width);
-          const int64_t hi = std::clamp<int64_t>(IW - col0, lo, width);
-          std::fill(row, row + lo, T(0));
-          std::copy(xc + iy * IW + col0 + lo, xc + iy * IW + col0 + hi, row + lo);
-          std::fill(row + hi, row + width, T(0));
-        }
-        const T *d0 = rows, *d1 = rows + width, *d2 = rows + 2 * width, *d3 = rows + 3 * width;
-        T* v = V + c * nt + r.k0;
-#pragma omp simd
-        for (int64_t k = 0; k < len; ++k) {
-          T q[4][4];  // Bᵀ d, column j of the patch at 2k + j
-          for (int j = 0; j < 4; ++j) {
-            const int64_t at = 2 * k + j;
-            q[0][j] = d0[at] - d2[at];
-            q[1][j] = d1[at] + d2[at];
-            q[2][j] = d2[at] - d1[at];
-            q[3][j] = d1[at] - d3[at];
-          }
-          for (int i = 0; i < 4; ++i) {  // (Bᵀ d) B
-            v[(i * 4 + 0) * sv + k] = q[i][0] - q[i][2];
-            v[(i * 4 + 1) * sv + k] = q[i][1] + q[i][2];
-            v[(i * 4 + 2) * sv + k] = q[i][2] - q[i][1];
-            v[(i * 4 + 3) * sv + k] = q[i][1] - q[i][3];
-          }
-        }
-      }
+    winograd_input_transform(x, C, w, runs, nt, V);
     std::fill(Mx, Mx + 16 * M * nt, T(0));
     for (int xi = 0; xi < 16; ++xi)
       gemm_accumulate(U.get() + xi * M * C, C, V + xi * C * nt, nt, Mx + xi * M * nt, nt, M, nt, C);
@@ -147,7 +165,7 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
     T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));
     for (int64_t m = 0; m < M; ++m) {
       const T bm = bias ? bias[m] : T(0);
-      for (const Run& r : runs) {
+      for (const WinogradRun& r : runs) {
         const int64_t len = r.tx1 - r.tx0;
         const T* q = Mx + m * nt + r.k0;
         T *o0 = out, *o1 = out + 2 * len;

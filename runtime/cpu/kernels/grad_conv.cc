@@ -15,9 +15,9 @@
 //   dW[m, t] = Σ_n Σ_o dY[n, m, o] · X[n, m / mult, o·stride - pad + t·dil]
 //   dX[n, c, o·stride - pad + t·dil] += Σ_{m : m / mult = c} W[m, t] · dY[n, m, o]
 // The GEMMs are conv_im2col.h's strided_gemm (gemm_packed.h for float, Eigen otherwise), which
-// reads colᵀ and W_gᵀ in place. dX of a 3x3 stride-1 conv with 16-256 channels is a Winograd
-// conv of dY instead (winograd_data_gradient below; ResNet-18 224 training, batch 8: ConvGrad
-// 182 -> 173 ms per step at 2 threads).
+// reads colᵀ and W_gᵀ in place. For a 3x3 stride-1 conv with 16-256 channels both are Winograd
+// instead: dX a Winograd conv of dY (winograd_data_gradient below), dW the adjoint of the
+// forward transforms (grad_conv_winograd.h).
 // grad_type = 1 (FLOAT; runtime/grad_type.h): dW and dB in float32; with F16/BF16 operands they
 // are the FP32 kernel's accumulation itself (low_precision.h in_fp32), not rounded to 16 bits.
 // GCC 12 reports a false -Wmaybe-uninitialized inside Eigen 3.4's AVX-512 GEMM packing; it must be
@@ -31,6 +31,7 @@
 #include "runtime/cpu/kernels/conv_winograd.h"
 #include "runtime/cpu/kernels/grad_conv_backward.h"
 #include "runtime/cpu/kernels/grad_conv_direct.h"
+#include "runtime/cpu/kernels/grad_conv_winograd.h"
 #include "runtime/cpu/kernels/low_precision.h"
 #include "runtime/cpu/register.h"
 #include "runtime/threads.h"
@@ -247,13 +248,19 @@ class ConvGradKernel : public OpKernel {
     const T* x = X.data<T>();
     const T* wt = W.data<T>();
     if (G == C && W.dim(1) == 1 && G > 1) return depthwise_backward(dy, x, wt, dx, dw, N, C, M, w);
+    // 3x3 stride-1 convs of 16-256 channels: dX and dW by Winograd (float and double: the
+    // transforms lose accuracy in 16-bit types), whatever is left by the GEMMs below.
     constexpr bool kWinogradType = std::is_same_v<T, float> || std::is_same_v<T, double>;
     Window3 wd;
     if (kWinogradType && dx && winograd_data_gradient(w, G, C, M, &wd)) {
       winograd_backward_data(dy, wt, dx, N, C, M, wd);
-      if (!dw) return;
-      dx = nullptr;  // dW (and dB) below
+      dx = nullptr;
     }
+    if (kWinogradType && dw && winograd_applies(w, G, C, M)) {  // grad_conv_winograd.h
+      winograd_weight_gradient(x, dy, dw, N, C, M, w, num_threads());
+      dw = nullptr;
+    }
+    if (!dx && !dw) return;
     if (dw && direct_weight_gradient_applies(w, C, G, M)) {  // one input channel: no im2col
       direct_weight_gradient(dy, x, dw, N, C, M, w, num_threads());
       if (dx) gemm_backward(dy, x, wt, dx, static_cast<T*>(nullptr), N, C, M, G, w);

@@ -136,6 +136,21 @@ void winograd_input_transform(const T* x, int64_t C, const Window3& w,
     }
 }
 
+// Tiles per block (B) and the block count for `tiles` tiles of a C -> M conv: blocks of 64 to
+// 1024 tiles (the bound, 2^19 / (C + M), is above 1024 for every conv Winograd takes), then at
+// least 4 blocks a thread (of at least 48 tiles) when there are threads, so that the blocks,
+// run in parallel, balance. Shared by the forward and the weight gradient. (Blocks sized for L2
+// measured slower: the transformed filters are then re-read per block, bench/README.md.)
+inline int64_t winograd_block_width(int64_t tiles, int64_t C, int64_t M, int64_t threads,
+                                    int64_t* blocks) {
+  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024);
+  int64_t n = (tiles + B - 1) / B;
+  if (threads > 1 && n < 4 * threads) n = std::min(4 * threads, (tiles + 47) / 48);
+  B = (tiles + n - 1) / n;
+  *blocks = (tiles + B - 1) / B;
+  return B;
+}
+
 template <class T>
 void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
                    const Window3& w, int64_t threads) {
@@ -144,12 +159,8 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   std::unique_ptr<T[]> U(new T[static_cast<size_t>(16 * M * C)]);
   winograd_filter_transform(wt, M, C, U.get());
 
-  // Block width: V (16 x C x B) and Mx (16 x M x B) near 2 MiB of float, at least 64 tiles.
-  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024);
-  int64_t blocks = (tiles + B - 1) / B;
-  if (threads > 1 && blocks < 4 * threads) blocks = std::min(4 * threads, (tiles + 47) / 48);
-  B = (tiles + blocks - 1) / blocks;
-  blocks = (tiles + B - 1) / B;
+  int64_t blocks = 0;
+  const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
 
   auto block = [&](int64_t b) {
     const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;

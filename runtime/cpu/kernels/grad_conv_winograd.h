@@ -32,13 +32,8 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
                               const Window3& w, int64_t threads) {
   const int64_t OH = w.out[1], OW = w.out[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
-  // Block width as the forward's: V (16 x C x B) and DM (16 x M x B), 64 to 1024 tiles, at least
-  // 4 blocks a thread when there are threads.
-  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024);
-  int64_t blocks = (tiles + B - 1) / B;
-  if (threads > 1 && blocks < 4 * threads) blocks = std::min(4 * threads, (tiles + 47) / 48);
-  B = (tiles + blocks - 1) / blocks;
-  blocks = (tiles + B - 1) / B;
+  int64_t blocks = 0;  // blocks of B tiles, as the forward's
+  const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
   const bool parallel = threads > 1 && blocks >= threads;
   const int64_t parts = parallel ? threads : 1;
   const int64_t su = 16 * M * C;  // one dU

@@ -26,20 +26,14 @@ using ConstStridedMap = Eigen::Map<const RowMajorMatrix<T>, Eigen::Unaligned, Ei
 
 // C (m x n) = op(A) · op(B) (+ C when accumulate), row-major with leading dimensions lda, ldb,
 // ldc; op(A) = A stored (m x k), or Aᵀ with A stored (k x m) when ta; op(B) = B stored (k x n),
-// or Bᵀ with B stored (n x k) when tb. Float products of more than 32 rows run on
-// gemm_packed.h, of 2 to 32 rows with neither operand transposed on gemm_small_m.h, of 16 to
-// 32 rows with B transposed as the transposed product (gemm_split.h), the rest on Eigen; threaded
-// (gemm_split.h) unless called inside an OpenMP parallel region.
+// or Bᵀ with B stored (n x k) when tb. Float products go to gemm_split.h's fast_float_gemm
+// where it applies, the rest to Eigen; threaded (gemm_split.h) unless called inside an OpenMP
+// parallel region.
 template <class T>
 void strided_gemm(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
                   int64_t ldc, int64_t m, int64_t n, int64_t k, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
-    if (packed_supported(m, n, k))  // in place, with the leading dimensions
-      return threaded_packed_gemm(a, lda, ta, b, ldb, tb, c, ldc, m, n, k, 1.f, accumulate);
-    if (!ta && tb && transposed_packed_supported(m, n, k))
-      return transposed_packed_gemm(a, lda, b, ldb, c, ldc, m, n, k, 1.f, accumulate);
-    if (!ta && !tb && small_m_supported(m, n, k))
-      return threaded_small_m_gemm(a, lda, b, ldb, c, ldc, m, n, k, 1.f, accumulate);
+    if (fast_float_gemm(a, lda, ta, b, ldb, tb, c, ldc, m, n, k, 1.f, accumulate)) return;
   }
   StridedMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
   auto with_b = [&](const auto& opA) {

@@ -13,10 +13,11 @@
 //   C[m, n] = alpha · Σ_blocks Σ_{k in block} A[m, k] · op(B)[k, n] (+ C[m, n])
 // The last N mod 16 columns are packed into a 16-wide panel padded with zeros and summed into a
 // per-thread scratch block that is added to C at the end (a 7x7 plane's 49 columns would
-// otherwise spend a third of their time on the one left over). Bᵀ is packed by 16 x 16
-// transposes in registers (transpose16). One thread of this 2-vCPU AMD EPYC VM, M x K x N from
-// 1024 x 256 x 768 to 64 x 4608 x 512 and the conv shapes: 1.1-1.7x Eigen's GEMM, 85-125
-// GMAC/s, B transposed or not (build/bench/oat_gemm_small_m, second table).
+// otherwise spend a third of their time on the one left over). Bᵀ is packed by 8 x 8
+// transposes in registers (transpose_block.h, shared with the Transpose kernel). One thread of
+// this 2-vCPU AMD EPYC VM, M x K x N from 1024 x 256 x 768 to 64 x 4608 x 512 and the conv
+// shapes: 1.0-1.7x Eigen's GEMM (the least at 49 columns), 80-125 GMAC/s, B transposed or not
+// (build/bench/oat_gemm_small_m, second table).
 // AVX-512 builds only (as gemm_small_m.h); `packed_supported` is false elsewhere.
 #pragma once
 
@@ -24,10 +25,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/gemm_small_m.h"
-
-#if defined(__AVX512F__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
+#include "runtime/cpu/kernels/transpose_block.h"
 
 namespace oat::cpu {
 
@@ -55,35 +53,6 @@ Tile tile_for(int64_t rows) {
   return kByRows[rows];
 }
 
-// dst[k·ldd + j] = src[j·lds + k] for j, k < 16: a 16 x 16 transpose through registers. Pairs
-// of rows interleave (unpack), then 2-float pairs (shuffle), then 128-bit lanes twice
-// (shuffle_f32x4), the standard four stages.
-inline void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
-}
-
 // Packs op(B)[k0 : k0 + kc, n0 : n0 + w] into p (kc rows of `width` floats, the columns past w
 // zero). B's rows are ldb apart.
 inline void pack(const float* b, int64_t ldb, bool tb, int64_t k0, int64_t kc, int64_t n0,
@@ -95,16 +64,16 @@ inline void pack(const float* b, int64_t ldb, bool tb, int64_t k0, int64_t kc, i
     }
   } else {  // B stored [N, K]: column n of op(B) is row n of B; a transposition
     int64_t kb = 0;
-    for (; kb + 16 <= kc; kb += 16) {  // 16 x 16 blocks in registers
+    for (; kb + 8 <= kc; kb += 8) {  // 8 x 8 blocks in registers (transpose_block.h)
       int64_t j = 0;
-      for (; j + 16 <= w; j += 16)
-        transpose16(b + (n0 + j) * ldb + k0 + kb, ldb, p + kb * width + j, width);
+      for (; j + 8 <= w; j += 8)
+        transpose8x8(b + (n0 + j) * ldb + k0 + kb, ldb, p + kb * width + j, width);
       for (; j < w; ++j) {
         const float* src = b + (n0 + j) * ldb + k0;
-        for (int64_t k = kb; k < kb + 16; ++k) p[k * width + j] = src[k];
+        for (int64_t k = kb; k < kb + 8; ++k) p[k * width + j] = src[k];
       }
     }
-    for (int64_t j = 0; j < w; ++j) {  // the last kc mod 16 rows of the panel
+    for (int64_t j = 0; j < w; ++j) {  // the last kc mod 8 rows of the panel
       const float* src = b + (n0 + j) * ldb + k0;
       for (int64_t k = kb; k < kc; ++k) p[k * width + j] = src[k];
     }

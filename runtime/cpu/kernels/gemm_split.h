@@ -137,6 +137,25 @@ inline bool transposed_packed_supported(int64_t M, int64_t N, int64_t K) {
   return M <= 32 && packed_supported(N, M, K);
 }
 
+// The float products that skip Eigen, chosen in one place for row_major_gemm and
+// conv_im2col.h's strided_gemm: C = alpha · op(A) · op(B) (+ C) with leading dimensions lda, ldb,
+// ldc on gemm_packed.h (more than 32 rows), as the transposed product (16-32 rows times Bᵀ) or
+// on gemm_small_m.h (2-32 rows, neither transposed). False when none applies (Eigen's turn).
+inline bool fast_float_gemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb,
+                            bool tb, float* c, int64_t ldc, int64_t M, int64_t N, int64_t K,
+                            float alpha, bool accumulate) {
+  if (packed_supported(M, N, K)) {
+    threaded_packed_gemm(a, lda, ta, b, ldb, tb, c, ldc, M, N, K, alpha, accumulate);
+  } else if (!ta && tb && transposed_packed_supported(M, N, K)) {
+    transposed_packed_gemm(a, lda, b, ldb, c, ldc, M, N, K, alpha, accumulate);
+  } else if (!ta && !tb && small_m_supported(M, N, K)) {
+    threaded_small_m_gemm(a, lda, b, ldb, c, ldc, M, N, K, alpha, accumulate);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <class T>
 using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -153,18 +172,8 @@ void row_major_gemm(const T* a, bool ta, const T* b, bool tb, T* c, int64_t M, i
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (packed_supported(M, N, K)) {  // many rows: gemm_packed.h
-      threaded_packed_gemm(a, ta ? M : K, ta, b, tb ? K : N, tb, c, N, M, N, K, alpha, accumulate);
+    if (fast_float_gemm(a, ta ? M : K, ta, b, tb ? K : N, tb, c, N, M, N, K, alpha, accumulate))
       return;
-    }
-    if (!ta && tb && transposed_packed_supported(M, N, K)) {  // few rows, Bᵀ: as Cᵀ = B · Aᵀ
-      transposed_packed_gemm(a, K, b, K, c, N, M, N, K, alpha, accumulate);
-      return;
-    }
-    if (!ta && !tb && small_m_supported(M, N, K)) {  // few rows: gemm_small_m.h
-      threaded_small_m_gemm(a, K, b, N, c, N, M, N, K, alpha, accumulate);
-      return;
-    }
   }
   auto apply = [&](auto& Cs, const auto& opA, const auto& opB) {
     if (accumulate) {

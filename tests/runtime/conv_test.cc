@@ -194,6 +194,8 @@ const std::vector<ConvCase>& conv_cases() {
       {"winograd asymmetric pads", {2, 20, 8, 11}, 17, {3, 3}, 1, {}, {0, 2, 1, 0}, {}, ""},
       {"winograd no pads no bias", {1, 16, 10, 6}, 24, {3, 3}, 1, {}, {}, {}, "", false},
       {"winograd many images", {17, 16, 4, 5}, 16, {3, 3}, 1, {}, {}, {}, "SAME_UPPER"},
+      // The filter transform runs 16 input channels at a time: two whole groups and a tail of 8.
+      {"winograd 40 channels", {2, 40, 6, 7}, 33, {3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
       // More than 32 output channels: gemm_packed.h (float), with an N mod 16 tail.
       {"packed GEMM, one image in column tiles", {1, 3, 30, 30}, 40, {5, 5}, 1, {2, 2},
        {2, 2, 2, 2}, {}, ""},

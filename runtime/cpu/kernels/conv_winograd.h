@@ -39,30 +39,40 @@ inline bool winograd_applies(const Window3& w, int64_t group, int64_t C, int64_t
          C * M <= kWinogradMaxCM && w.out[1] >= 4 && w.out[2] >= 4;
 }
 
-// U: 16 matrices (M x C), U[ξ·M·C + m·C + c].
+// U: 16 matrices (M x C), U[ξ·M·C + m·C + c]. Sixteen channels at a time: their 3x3 kernels
+// are first copied to g[j][c] so that the transform runs across the channels in vector lanes
+// (read in place, 9 floats apart, it measured 6x slower: 2.0 against 0.33 ms for 256 x 256).
 template <class T>
 void winograd_filter_transform(const T* wt, int64_t M, int64_t C, T* U) {
+  constexpr int64_t L = 16;
   const int64_t s = M * C;  // stride between ξ
 #pragma omp parallel for schedule(static) if (M * C > 4096)
   for (int64_t m = 0; m < M; ++m) {
     const T* wm = wt + m * C * 9;
     T* um = U + m * C;
+    for (int64_t c0 = 0; c0 < C; c0 += L) {
+      const int64_t n = std::min(L, C - c0);
+      T g[9][L] = {};
+      for (int64_t c = 0; c < n; ++c)
+        for (int j = 0; j < 9; ++j) g[j][c] = wm[(c0 + c) * 9 + j];
+      T u[16][L];
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) {
-      const T* g = wm + c * 9;
-      T gg[4][3];  // G · g
-      for (int j = 0; j < 3; ++j) {
-        gg[0][j] = g[j];
-        gg[1][j] = (g[j] + g[3 + j] + g[6 + j]) * T(0.5);
-        gg[2][j] = (g[j] - g[3 + j] + g[6 + j]) * T(0.5);
-        gg[3][j] = g[6 + j];
+      for (int64_t c = 0; c < L; ++c) {
+        T gg[4][3];  // G · g
+        for (int j = 0; j < 3; ++j) {
+          gg[0][j] = g[j][c];
+          gg[1][j] = (g[j][c] + g[3 + j][c] + g[6 + j][c]) * T(0.5);
+          gg[2][j] = (g[j][c] - g[3 + j][c] + g[6 + j][c]) * T(0.5);
+          gg[3][j] = g[6 + j][c];
+        }
+        for (int i = 0; i < 4; ++i) {  // (G · g) · Gᵀ
+          u[i * 4 + 0][c] = gg[i][0];
+          u[i * 4 + 1][c] = (gg[i][0] + gg[i][1] + gg[i][2]) * T(0.5);
+          u[i * 4 + 2][c] = (gg[i][0] - gg[i][1] + gg[i][2]) * T(0.5);
+          u[i * 4 + 3][c] = gg[i][2];
+        }
       }
-      for (int i = 0; i < 4; ++i) {  // (G · g) · Gᵀ
-        um[(i * 4 + 0) * s + c] = gg[i][0];
-        um[(i * 4 + 1) * s + c] = (gg[i][0] + gg[i][1] + gg[i][2]) * T(0.5);
-        um[(i * 4 + 2) * s + c] = (gg[i][0] - gg[i][1] + gg[i][2]) * T(0.5);
-        um[(i * 4 + 3) * s + c] = gg[i][2];
-      }
+      for (int xi = 0; xi < 16; ++xi) std::copy(u[xi], u[xi] + n, um + xi * s + c0);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "runtime/cuda/device.h"
+#include "runtime/host_allocator.h"
 
 namespace oat {
 
@@ -33,10 +34,9 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   s->bytes_ = bytes;
   s->device_ = device;
   if (bytes > 0) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    s->ptr_ = std::aligned_alloc(64, rounded);
+    s->ptr_ = host_allocate(bytes);
     if (!s->ptr_) throw Error(cat("out of memory allocating ", bytes, " bytes"));
-    s->deleter_ = std::free;
+    s->deleter_ = bytes < kHostCacheMinBytes ? std::free : host_release;
   }
   return s;
 }

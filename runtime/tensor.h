@@ -22,8 +22,9 @@ std::string shape_str(const Shape& s);  // "[2, 3, 4]"
 enum class Device : uint8_t { CPU, CUDA };
 const char* device_name(Device d);
 
-// A block of bytes on one device. CPU blocks come from aligned_alloc; the CUDA backend supplies
-// its own allocator through Storage::make_external.
+// A block of bytes on one device. CPU blocks come from host_allocate (host_allocator.h: large
+// blocks are cached for reuse); the CUDA backend supplies its own allocator through
+// Storage::make_external.
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::CPU);

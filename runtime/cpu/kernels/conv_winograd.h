@@ -19,11 +19,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
 #include "runtime/cpu/kernels/conv_im2col.h"
+#include "runtime/host_allocator.h"
 
 namespace oat::cpu {
 
@@ -166,8 +166,8 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
                    const Window3& w, int64_t threads) {
   const int64_t OH = w.out[1], OW = w.out[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
-  std::unique_ptr<T[]> U(new T[static_cast<size_t>(16 * M * C)]);
-  winograd_filter_transform(wt, M, C, U.get());
+  HostBuffer<T> U(static_cast<size_t>(16 * M * C));
+  winograd_filter_transform(wt, M, C, U.data());
 
   int64_t blocks = 0;
   const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
@@ -180,7 +180,8 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
     winograd_input_transform(x, C, w, runs, nt, V);
     std::fill(Mx, Mx + 16 * M * nt, T(0));
     for (int xi = 0; xi < 16; ++xi)
-      gemm_accumulate(U.get() + xi * M * C, C, V + xi * C * nt, nt, Mx + xi * M * nt, nt, M, nt, C);
+      gemm_accumulate(U.data() + xi * M * C, C, V + xi * C * nt, nt, Mx + xi * M * nt, nt, M, nt,
+                      C);
     // Y = Aᵀ Mx A + bias, one run of tiles at a time through two output rows.
     const int64_t sm = M * nt;  // Mx stride between ξ
     T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));

@@ -208,11 +208,12 @@ inline bool winograd_data_gradient(const Window3& w, int64_t G, int64_t C, int64
 template <class T>
 void winograd_backward_data(const T* dy, const T* wt, T* dx, int64_t N, int64_t C, int64_t M,
                             const Window3& wd) {
-  std::vector<T> flipped(static_cast<size_t>(C * M * 9));  // W' (C x M x 3 x 3)
+  HostBuffer<T> flipped(static_cast<size_t>(C * M * 9));  // W' (C x M x 3 x 3)
+  T* f = flipped.data();
   for (int64_t m = 0; m < M; ++m)
     for (int64_t c = 0; c < C; ++c)
-      for (int t = 0; t < 9; ++t) flipped[(c * M + m) * 9 + t] = wt[(m * C + c) * 9 + 8 - t];
-  conv_winograd(dy, flipped.data(), static_cast<const T*>(nullptr), dx, N, M, C, wd, num_threads());
+      for (int t = 0; t < 9; ++t) f[(c * M + m) * 9 + t] = wt[(m * C + c) * 9 + 8 - t];
+  conv_winograd(dy, f, static_cast<const T*>(nullptr), dx, N, M, C, wd, num_threads());
 }
 
 template <class T>

@@ -37,7 +37,9 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
   const bool parallel = threads > 1 && blocks >= threads;
   const int64_t parts = parallel ? threads : 1;
   const int64_t su = 16 * M * C;  // one dU
-  std::vector<T> dU(static_cast<size_t>(parts * su), T(0));
+  HostBuffer<T> dU_buffer(static_cast<size_t>(parts * su));
+  T* dU = dU_buffer.data();
+  std::fill(dU, dU + parts * su, T(0));
 
   auto block = [&](int64_t b, T* du) {
     const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
@@ -91,12 +93,12 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
 #else
       const int64_t t = 0;
 #endif
-      block(b, dU.data() + t * su);
+      block(b, dU + t * su);
     }
     for (int64_t t = 1; t < parts; ++t)
       for (int64_t i = 0; i < su; ++i) dU[i] += dU[t * su + i];
   } else {
-    for (int64_t b = 0; b < blocks; ++b) block(b, dU.data());
+    for (int64_t b = 0; b < blocks; ++b) block(b, dU);
   }
 
   // dW[m, c] = Gᵀ dU[m, c] G, G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1].

@@ -1,0 +1,125 @@
+#include "runtime/host_allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace oat {
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr size_t kPage = 4096;
+
+size_t limit_from_env() {
+  const char* v = std::getenv("OAT_HOST_CACHE_MB");
+  if (!v || !*v) return size_t{2048} << 20;
+  char* end = nullptr;
+  const unsigned long long mb = std::strtoull(v, &end, 10);
+  if (end == v || *end) return size_t{2048} << 20;  // not a number: the default
+  return static_cast<size_t>(mb) << 20;
+}
+
+class HostCache {
+ public:
+  void* allocate(size_t bytes) {
+    if (bytes < kHostCacheMinBytes)
+      return std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    const size_t size = (bytes + kPage - 1) / kPage * kPage;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.lower_bound(size);
+      if (it != free_.end() && it->first <= size + size / 8) {
+        void* p = it->second;
+        cached_ -= it->first;
+        live_.emplace(p, it->first);
+        free_.erase(it);
+        ++hits_;
+        return p;
+      }
+      ++misses_;
+    }
+    void* p = std::aligned_alloc(kAlign, size);
+    if (!p) {  // what the cache holds may be what the system lacks
+      clear();
+      p = std::aligned_alloc(kAlign, size);
+      if (!p) return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.emplace(p, size);
+    return p;
+  }
+
+  void release(void* p) {
+    if (!p) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = live_.find(p);
+      if (it != live_.end()) {
+        const size_t size = it->second;
+        live_.erase(it);
+        if (cached_ + size <= limit_) {
+          free_.emplace(size, p);
+          cached_ += size;
+          return;
+        }
+      }
+    }
+    std::free(p);  // a small block, or one past the bound
+  }
+
+  HostCacheStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {cached_, free_.size(), hits_, misses_, limit_};
+  }
+
+  void set_limit(size_t bytes) {
+    std::multimap<size_t, void*> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      limit_ = bytes;
+      while (cached_ > limit_) {  // the largest blocks first
+        auto it = std::prev(free_.end());
+        cached_ -= it->first;
+        drop.insert(*it);
+        free_.erase(it);
+      }
+    }
+    for (auto& [size, p] : drop) std::free(p);
+  }
+
+  void clear() {
+    std::multimap<size_t, void*> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      drop.swap(free_);
+      cached_ = 0;
+    }
+    for (auto& [size, p] : drop) std::free(p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;       // size -> cached block
+  std::unordered_map<void*, size_t> live_;  // blocks handed out, by their rounded size
+  size_t cached_ = 0;
+  size_t limit_ = limit_from_env();
+  size_t hits_ = 0, misses_ = 0;
+};
+
+// Never destroyed: tensors held by static objects are released after main returns.
+HostCache& cache() {
+  static HostCache* c = new HostCache();
+  return *c;
+}
+
+}  // namespace
+
+void* host_allocate(size_t bytes) { return cache().allocate(bytes); }
+void host_release(void* ptr) { cache().release(ptr); }
+HostCacheStats host_cache_stats() { return cache().stats(); }
+void host_cache_set_limit(size_t bytes) { cache().set_limit(bytes); }
+void host_cache_clear() { cache().clear(); }
+
+}  // namespace oat

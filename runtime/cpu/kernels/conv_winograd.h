@@ -39,13 +39,21 @@ inline bool winograd_applies(const Window3& w, int64_t group, int64_t C, int64_t
          C * M <= kWinogradMaxCM && w.out[1] >= 4 && w.out[2] >= 4;
 }
 
-// U: 16 matrices (M x C), U[ξ·M·C + m·C + c]. Sixteen channels at a time: their 3x3 kernels
-// are first copied to g[j][c] so that the transform runs across the channels in vector lanes
-// (read in place, 9 floats apart, it measured 6x slower: 2.0 against 0.33 ms for 256 x 256).
+// The stride between the 16 matrices of U, V and Mx (each of n floats): n rounded up to 4 KiB,
+// plus one cache line. The transforms read or write all 16 at once; 4 KiB apart, as n·4 bytes
+// often is (64 channels x 896 tiles), the 16 streams fall into one set of the 12-way L1 and
+// evict one another at every access: the input transform of ResNet-18's 64-channel stage took
+// 3.5 ms for 8 images, 1.3 ms with the strides one line off (bench/README.md, fifth session).
+inline int64_t winograd_stride(int64_t n) { return (n + 1023) / 1024 * 1024 + 16; }
+
+// U: 16 matrices (M x C), U[ξ·su + m·C + c], su = winograd_stride(M·C). Sixteen channels at a time:
+// their 3x3 kernels are first copied to g[j][c] so that the transform runs across the channels in
+// vector lanes (read in place, 9 floats apart, it measured 6x slower: 2.0 against 0.33 ms for 256 x
+// 256).
 template <class T>
 void winograd_filter_transform(const T* wt, int64_t M, int64_t C, T* U) {
   constexpr int64_t L = 16;
-  const int64_t s = M * C;  // stride between ξ
+  const int64_t s = winograd_stride(M * C);  // stride between ξ
 #pragma omp parallel for schedule(static) if (M * C > 4096)
   for (int64_t m = 0; m < M; ++m) {
     const T* wm = wt + m * C * 9;
@@ -96,15 +104,16 @@ inline std::vector<WinogradRun> winograd_runs(int64_t t0, int64_t nt, int64_t pe
   return runs;
 }
 
-// V[ξ·C·nt + c·nt + k] = (Bᵀ d B)[ξ] for tile k of the runs (nt tiles) in channel c, d the 4x4
-// input patch at (2·ty - pad_top, 2·tx - pad_left) of x (C planes of w.in[1] x w.in[2]).
+// V[ξ·sv + c·nt + k] = (Bᵀ d B)[ξ], sv = winograd_stride(C·nt), for tile k of the runs (nt tiles)
+// in channel c, d the 4x4 input patch at (2·ty - pad_top, 2·tx - pad_left) of x (C planes of
+// w.in[1] x w.in[2]).
 template <class T>
 void winograd_input_transform(const T* x, int64_t C, const Window3& w,
                               const std::vector<WinogradRun>& runs, int64_t nt, T* V) {
   const int64_t IH = w.in[1], IW = w.in[2], pt = w.pad[1], pl = w.pad[2];
   const int64_t TW = (w.out[2] + 1) / 2;
   T* rows = thread_scratch<T, 2>(static_cast<size_t>(4 * (2 * TW + 2)));
-  const int64_t sv = C * nt;  // V stride between ξ
+  const int64_t sv = winograd_stride(C * nt);  // V stride between ξ
   for (int64_t c = 0; c < C; ++c)
     for (const WinogradRun& r : runs) {
       // The 4 input rows under this tile row, zero-padded: row i, column 2·k + j holds
@@ -166,7 +175,8 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
                    const Window3& w, int64_t threads) {
   const int64_t OH = w.out[1], OW = w.out[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
-  HostBuffer<T> U(static_cast<size_t>(16 * M * C));
+  const int64_t su = winograd_stride(M * C);
+  HostBuffer<T> U(static_cast<size_t>(16 * su));
   winograd_filter_transform(wt, M, C, U.data());
 
   int64_t blocks = 0;
@@ -175,15 +185,14 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   auto block = [&](int64_t b) {
     const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
     const std::vector<WinogradRun> runs = winograd_runs(t0, nt, per_image, TW);
-    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * C * nt));
-    T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * M * nt));
+    const int64_t sv = winograd_stride(C * nt), sm = winograd_stride(M * nt);  // between ξ
+    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * sv));
+    T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * sm));
     winograd_input_transform(x, C, w, runs, nt, V);
-    std::fill(Mx, Mx + 16 * M * nt, T(0));
+    std::fill(Mx, Mx + 16 * sm, T(0));
     for (int xi = 0; xi < 16; ++xi)
-      gemm_accumulate(U.data() + xi * M * C, C, V + xi * C * nt, nt, Mx + xi * M * nt, nt, M, nt,
-                      C);
+      gemm_accumulate(U.data() + xi * su, C, V + xi * sv, nt, Mx + xi * sm, nt, M, nt, C);
     // Y = Aᵀ Mx A + bias, one run of tiles at a time through two output rows.
-    const int64_t sm = M * nt;  // Mx stride between ξ
     T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));
     for (int64_t m = 0; m < M; ++m) {
       const T bm = bias ? bias[m] : T(0);

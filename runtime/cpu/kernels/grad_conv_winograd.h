@@ -36,7 +36,7 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
   const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
   const bool parallel = threads > 1 && blocks >= threads;
   const int64_t parts = parallel ? threads : 1;
-  const int64_t su = 16 * M * C;  // one dU
+  const int64_t sx = winograd_stride(M * C), su = 16 * sx;  // between ξ; one dU
   HostBuffer<T> dU_buffer(static_cast<size_t>(parts * su));
   T* dU = dU_buffer.data();
   std::fill(dU, dU + parts * su, T(0));
@@ -44,12 +44,12 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
   auto block = [&](int64_t b, T* du) {
     const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
     const std::vector<WinogradRun> runs = winograd_runs(t0, nt, per_image, TW);
-    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * C * nt));
-    T* DM = thread_scratch<T, 1>(static_cast<size_t>(16 * M * nt));
+    const int64_t sv = winograd_stride(C * nt), sm = winograd_stride(M * nt);  // between ξ
+    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * sv));
+    T* DM = thread_scratch<T, 1>(static_cast<size_t>(16 * sm));
     winograd_input_transform(x, C, w, runs, nt, V);
-    // DM[ξ·M·nt + m·nt + k] = (A dY Aᵀ)[ξ] of tile k's 2x2 output gradient: the two dY rows
+    // DM[ξ·sm + m·nt + k] = (A dY Aᵀ)[ξ] of tile k's 2x2 output gradient: the two dY rows
     // under a run of tiles, zero-padded past the output's edge, then a vector loop over the run.
-    const int64_t sm = M * nt;
     T* rows = thread_scratch<T, 3>(static_cast<size_t>(4 * TW));
     for (int64_t m = 0; m < M; ++m)
       for (const WinogradRun& r : runs) {
@@ -82,8 +82,7 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
         }
       }
     for (int xi = 0; xi < 16; ++xi)  // dU_ξ += DM_ξ · V_ξᵀ
-      strided_gemm(DM + xi * M * nt, nt, false, V + xi * C * nt, nt, true, du + xi * M * C, C, M, C,
-                   nt, true);
+      strided_gemm(DM + xi * sm, nt, false, V + xi * sv, nt, true, du + xi * sx, C, M, C, nt, true);
   };
   if (parallel) {
 #pragma omp parallel for schedule(static, 1) num_threads(parts)
@@ -105,7 +104,7 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
 #pragma omp parallel for schedule(static) if (M * C > 4096)
   for (int64_t mc = 0; mc < M * C; ++mc) {
     T u[4][4];
-    for (int xi = 0; xi < 16; ++xi) u[xi / 4][xi % 4] = dU[xi * M * C + mc];
+    for (int xi = 0; xi < 16; ++xi) u[xi / 4][xi % 4] = dU[xi * sx + mc];
     T h[3][4];  // Gᵀ dU
     for (int j = 0; j < 4; ++j) {
       h[0][j] = u[0][j] + T(0.5) * (u[1][j] + u[2][j]);

@@ -189,9 +189,9 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
     T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * sv));
     T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * sm));
     winograd_input_transform(x, C, w, runs, nt, V);
-    std::fill(Mx, Mx + 16 * sm, T(0));
-    for (int xi = 0; xi < 16; ++xi)
-      gemm_accumulate(U.data() + xi * su, C, V + xi * sv, nt, Mx + xi * sm, nt, M, nt, C);
+    for (int xi = 0; xi < 16; ++xi)  // Mx_ξ = U_ξ · V_ξ (written, not added: no pass to zero Mx)
+      strided_gemm(U.data() + xi * su, C, false, V + xi * sv, nt, false, Mx + xi * sm, nt, M, nt, C,
+                   false);
     // Y = Aᵀ Mx A + bias, one run of tiles at a time through two output rows.
     T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));
     for (int64_t m = 0; m < M; ++m) {

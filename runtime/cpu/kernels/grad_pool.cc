@@ -167,6 +167,7 @@ class MaxPoolGradKernel : public OpKernel {
                     static_cast<int32_t>((iz * IH + iy) * IW + e * w.dil[2] - w.pad[2]);
                 T* bp = best.data();
                 int32_t* ap = at.data();
+#pragma omp simd
                 for (int64_t ox = xlo[e]; ox < xhi[e]; ++ox) {
                   const int32_t i = off + static_cast<int32_t>(ox * sx);
                   const T v = xp[i];

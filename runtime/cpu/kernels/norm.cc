@@ -52,7 +52,9 @@ void write_output(KernelContext& ctx, int i, DType dtype, const Shape& shape,
 }
 
 // Mean and population variance of each of `planes` groups; group g is the `count` chunks of
-// `len` contiguous elements starting at x + g*len + j*stride (j < count). Two passes in double.
+// `len` contiguous elements starting at x + g*len + j*stride (j < count). Two passes in double,
+// each chunk summed in vector lanes (omp simd): a single running sum is one dependent add per
+// element, and made ResNet-18's training-mode BatchNormalization cost 2x its gradient.
 template <class T>
 void plane_stats(const T* x, int64_t planes, int64_t count, int64_t len, int64_t stride,
                  std::vector<double>& mean, std::vector<double>& var) {
@@ -64,12 +66,14 @@ void plane_stats(const T* x, int64_t planes, int64_t count, int64_t len, int64_t
     double s = 0;
     for (int64_t j = 0; j < count; ++j) {
       const T* p = x + g * len + j * stride;
+#pragma omp simd reduction(+ : s)
       for (int64_t k = 0; k < len; ++k) s += static_cast<double>(p[k]);
     }
     const double m = n > 0 ? s / n : 0.0;
     double q = 0;
     for (int64_t j = 0; j < count; ++j) {
       const T* p = x + g * len + j * stride;
+#pragma omp simd reduction(+ : q)
       for (int64_t k = 0; k < len; ++k) {
         const double d = static_cast<double>(p[k]) - m;
         q += d * d;

@@ -193,7 +193,9 @@ void global_norm_clip(KernelContext& ctx) {
     for (int64_t b = 0; b < blocks; ++b) {
       double s = 0.0;
       const int64_t end = std::min(count, (b + 1) * kBlock);
-      for (int64_t k = b * kBlock; k < end; ++k) s += static_cast<double>(d[k]) * static_cast<double>(d[k]);
+#pragma omp simd reduction(+ : s)  // fixed lanes: still the same bits at any thread count
+      for (int64_t k = b * kBlock; k < end; ++k)
+        s += static_cast<double>(d[k]) * static_cast<double>(d[k]);
       partial[static_cast<size_t>(b)] = s;
     }
     for (double s : partial) sq += s;

@@ -161,12 +161,10 @@ void winograd_input_transform(const T* x, int64_t C, const Window3& w,
 // run in parallel, balance. Shared by the forward and the weight gradient. (Blocks sized for L2
 // measured slower: the transformed filters are then re-read per block, bench/README.md.)
 inline int64_t winograd_block_width(int64_t tiles, int64_t C, int64_t M, int64_t threads,
-                                    int64_t* blocks, int64_t scale = 1) {
-  // scale: the tile's outputs over F(2x2, 3x3)'s (conv_winograd4.h: 4); the bounds shrink by it.
-  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024) / scale;
+                                    int64_t* blocks) {
+  int64_t B = std::clamp<int64_t>((int64_t{1} << 19) / (16 * (C + M)) * 16, 64, 1024);
   int64_t n = (tiles + B - 1) / B;
-  const int64_t least = 48 / scale;
-  if (threads > 1 && n < 4 * threads) n = std::min(4 * threads, (tiles + least - 1) / least);
+  if (threads > 1 && n < 4 * threads) n = std::min(4 * threads, (tiles + 47) / 48);
   B = (tiles + n - 1) / n;
   *blocks = (tiles + B - 1) / B;
   return B;

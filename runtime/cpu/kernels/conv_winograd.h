@@ -192,30 +192,40 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
     for (int xi = 0; xi < 16; ++xi)  // Mx_ξ = U_ξ · V_ξ (written, not added: no pass to zero Mx)
       strided_gemm(U.data() + xi * su, C, false, V + xi * sv, nt, false, Mx + xi * sm, nt, M, nt, C,
                    false);
-    // Y = Aᵀ Mx A + bias, one run of tiles at a time through two output rows.
-    T* out = thread_scratch<T, 3>(static_cast<size_t>(2 * 2 * TW));
+    // Y = Aᵀ Mx A + bias: tile k's 2x2 values into o[(2i + j)·nt + k], in lanes over all the
+    // block's tiles (a run has only 7 of a 14x14 output), then each run interleaved into Y's
+    // two rows.
+    T* o = thread_scratch<T, 3>(static_cast<size_t>(4 * nt));
     for (int64_t m = 0; m < M; ++m) {
       const T bm = bias ? bias[m] : T(0);
-      for (const WinogradRun& r : runs) {
-        const int64_t len = r.tx1 - r.tx0;
-        const T* q = Mx + m * nt + r.k0;
-        T *o0 = out, *o1 = out + 2 * len;
+      const T* q = Mx + m * nt;
+      T *o0 = o, *o1 = o + nt, *o2 = o + 2 * nt, *o3 = o + 3 * nt;
 #pragma omp simd
-        for (int64_t k = 0; k < len; ++k) {
-          T a[2][4];  // Aᵀ Mx
-          for (int j = 0; j < 4; ++j) {
-            a[0][j] = q[j * sm + k] + q[(4 + j) * sm + k] + q[(8 + j) * sm + k];
-            a[1][j] = q[(4 + j) * sm + k] - q[(8 + j) * sm + k] - q[(12 + j) * sm + k];
-          }
-          o0[2 * k] = a[0][0] + a[0][1] + a[0][2] + bm;
-          o0[2 * k + 1] = a[0][1] - a[0][2] - a[0][3] + bm;
-          o1[2 * k] = a[1][0] + a[1][1] + a[1][2] + bm;
-          o1[2 * k + 1] = a[1][1] - a[1][2] - a[1][3] + bm;
+      for (int64_t k = 0; k < nt; ++k) {
+        T a[2][4];  // Aᵀ Mx
+        for (int j = 0; j < 4; ++j) {
+          a[0][j] = q[j * sm + k] + q[(4 + j) * sm + k] + q[(8 + j) * sm + k];
+          a[1][j] = q[(4 + j) * sm + k] - q[(8 + j) * sm + k] - q[(12 + j) * sm + k];
         }
-        const int64_t ox0 = 2 * r.tx0, cols = std::min(2 * len, OW - ox0);
+        o0[k] = a[0][0] + a[0][1] + a[0][2] + bm;
+        o1[k] = a[0][1] - a[0][2] - a[0][3] + bm;
+        o2[k] = a[1][0] + a[1][1] + a[1][2] + bm;
+        o3[k] = a[1][1] - a[1][2] - a[1][3] + bm;
+      }
+      for (const WinogradRun& r : runs) {
+        const int64_t len = r.tx1 - r.tx0, ox0 = 2 * r.tx0, cols = std::min(2 * len, OW - ox0);
         T* ym = y + (r.n * M + m) * OH * OW;
-        std::copy(o0, o0 + cols, ym + (2 * r.ty) * OW + ox0);
-        if (2 * r.ty + 1 < OH) std::copy(o1, o1 + cols, ym + (2 * r.ty + 1) * OW + ox0);
+        const int64_t pairs = cols / 2;  // cols is odd only at an odd-width output's last tile
+        for (int i = 0; i < 2 && 2 * r.ty + i < OH; ++i) {
+          T* yr = ym + (2 * r.ty + i) * OW + ox0;
+          const T *ev = (i ? o2 : o0) + r.k0, *od = (i ? o3 : o1) + r.k0;
+#pragma omp simd
+          for (int64_t k = 0; k < pairs; ++k) {
+            yr[2 * k] = ev[k];
+            yr[2 * k + 1] = od[k];
+          }
+          if (cols & 1) yr[cols - 1] = ev[pairs];
+        }
       }
     }
   };

@@ -19,6 +19,7 @@
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
+#include "runtime/host_allocator.h"
 #include "runtime/threads.h"
 
 namespace {
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
       last = now;
     });
     double total_ms = 0;
+    const oat::HostCacheStats cache0 = oat::host_cache_stats();
     for (int r = 0; r < repeat; ++r) {
       call = 0;
       const Clock::time_point t0 = Clock::now();
@@ -93,8 +95,11 @@ int main(int argc, char** argv) {
     std::sort(ops.begin(), ops.end(),
               [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
     std::cout << std::fixed << std::setprecision(2) << model_path << ": " << total_ms
-              << " ms per run (mean of " << repeat << ", " << oat::num_threads()
-              << " threads)\n\nper op type        ms     %  nodes\n";
+              << " ms per run (mean of " << repeat << ", " << oat::num_threads() << " threads)\n";
+    const oat::HostCacheStats cache1 = oat::host_cache_stats();
+    std::cout << "host memory cache (runtime/host_allocator.h) over the timed runs: "
+              << cache1.hits - cache0.hits << " hits, " << cache1.misses - cache0.misses
+              << " misses\n\nper op type        ms     %  nodes\n";
     for (const auto& [op, s] : ops)
       std::cout << "  " << std::left << std::setw(20) << op << std::right << std::setw(9) << s.ms
                 << std::setw(6) << std::setprecision(1) << 100.0 * s.ms / total_ms

@@ -27,19 +27,36 @@ class HostCache {
     if (bytes < kHostCacheMinBytes)
       return std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
     const size_t size = (bytes + kPage - 1) / kPage * kPage;
+    std::multimap<size_t, Cached> drop;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.lower_bound(size);
       if (it != free_.end() && it->first <= size + size / 8) {
-        void* p = it->second;
+        void* p = it->second.ptr;
         cached_ -= it->first;
         live_.emplace(p, it->first);
+        live_bytes_ += it->first;
         free_.erase(it);
         ++hits_;
         return p;
       }
       ++misses_;
+      // A size the cache cannot serve: give back the least recently freed blocks until live +
+      // cached bytes fit under twice the largest live set seen, so that sizes that never recur
+      // (an input of another shape) do not pile up. (Under the peak itself, blocks that a run
+      // frees early and needs again late were evicted by its own misses, run after run: 11 of
+      // 55 allocations of ResNet-18 at batch 1 missed; with the factor 2, none.)
+      peak_live_ = std::max(peak_live_, live_bytes_ + size);
+      while (!free_.empty() && live_bytes_ + size + cached_ > 2 * peak_live_) {
+        auto oldest = free_.begin();
+        for (auto f = free_.begin(); f != free_.end(); ++f)
+          if (f->second.seq < oldest->second.seq) oldest = f;
+        cached_ -= oldest->first;
+        drop.insert(*oldest);
+        free_.erase(oldest);
+      }
     }
+    for (auto& [sz, c] : drop) std::free(c.ptr);
     void* p = std::aligned_alloc(kAlign, size);
     if (!p) {  // what the cache holds may be what the system lacks
       clear();
@@ -48,6 +65,7 @@ class HostCache {
     }
     std::lock_guard<std::mutex> lock(mu_);
     live_.emplace(p, size);
+    live_bytes_ += size;
     return p;
   }
 
@@ -59,8 +77,9 @@ class HostCache {
       if (it != live_.end()) {
         const size_t size = it->second;
         live_.erase(it);
+        live_bytes_ -= size;
         if (cached_ + size <= limit_) {
-          free_.emplace(size, p);
+          free_.emplace(size, Cached{p, ++seq_});
           cached_ += size;
           return;
         }
@@ -75,7 +94,7 @@ class HostCache {
   }
 
   void set_limit(size_t bytes) {
-    std::multimap<size_t, void*> drop;
+    std::multimap<size_t, Cached> drop;
     {
       std::lock_guard<std::mutex> lock(mu_);
       limit_ = bytes;
@@ -86,24 +105,31 @@ class HostCache {
         free_.erase(it);
       }
     }
-    for (auto& [size, p] : drop) std::free(p);
+    for (auto& [size, c] : drop) std::free(c.ptr);
   }
 
   void clear() {
-    std::multimap<size_t, void*> drop;
+    std::multimap<size_t, Cached> drop;
     {
       std::lock_guard<std::mutex> lock(mu_);
       drop.swap(free_);
       cached_ = 0;
+      peak_live_ = live_bytes_;  // the largest live set is counted afresh from here
     }
-    for (auto& [size, p] : drop) std::free(p);
+    for (auto& [size, c] : drop) std::free(c.ptr);
   }
 
  private:
+  struct Cached {
+    void* ptr;
+    size_t seq;  // order of release: lower is older
+  };
   std::mutex mu_;
-  std::multimap<size_t, void*> free_;       // size -> cached block
+  std::multimap<size_t, Cached> free_;      // size -> cached block
   std::unordered_map<void*, size_t> live_;  // blocks handed out, by their rounded size
   size_t cached_ = 0;
+  size_t live_bytes_ = 0, peak_live_ = 0;  // blocks handed out now; the most at once
+  size_t seq_ = 0;
   size_t limit_ = limit_from_env();
   size_t hits_ = 0, misses_ = 0;
 };

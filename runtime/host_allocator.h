@@ -10,9 +10,14 @@
 //
 // A request of `bytes` takes the smallest cached block of at least that size and at most an
 // eighth more (so a slightly smaller batch reuses a block, and a small request never pins a
-// large one). What is cached is bounded: OAT_HOST_CACHE_MB (read once; default 2048, 0 turns the
-// cache off) or host_cache_set_limit; a block freed past the bound goes back to the system, and
-// when the system refuses an allocation the cache is emptied and the allocation retried.
+// large one). A request the cache cannot serve first gives back the least recently freed blocks
+// until the blocks handed out plus those cached fit under twice the largest set ever handed out
+// at once: a process holds at most twice its peak, however many sizes it sees (inputs of varying
+// shapes), and a run that repeats (a training step, an inference loop) is served entirely from
+// the cache (`oat_op_profile` prints the hits and misses of its timed runs). What is cached is also
+// bounded: OAT_HOST_CACHE_MB (read once; default 2048, 0 turns the cache off) or
+// host_cache_set_limit; a block freed past the bound goes back to the system, and when the system
+// refuses an allocation the cache is emptied and the allocation retried.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +45,7 @@ HostCacheStats host_cache_stats();
 
 // Sets the bound (0: no caching from now on) and frees what exceeds it.
 void host_cache_set_limit(size_t bytes);
-// Returns every cached block to the system.
+// Returns every cached block to the system; the peak above is counted afresh from here.
 void host_cache_clear();
 
 // A kernel's temporary array of n trivially copyable T from host_allocate (uninitialised): the

@@ -43,7 +43,7 @@ inline bool winograd_applies(const Window3& w, int64_t group, int64_t C, int64_t
 // plus one cache line. The transforms read or write all 16 at once; 4 KiB apart, as n·4 bytes
 // often is (64 channels x 896 tiles), the 16 streams fall into one set of the 12-way L1 and
 // evict one another at every access: the input transform of ResNet-18's 64-channel stage took
-// 3.5 ms for 8 images, 1.3 ms with the strides one line off (bench/README.md, fifth session).
+// 3.5 ms for 8 images, 1.4 ms with the strides one line off (bench/README.md, fifth session).
 inline int64_t winograd_stride(int64_t n) { return (n + 1023) / 1024 * 1024 + 16; }
 
 // U: 16 matrices (M x C), U[ξ·su + m·C + c], su = winograd_stride(M·C). Sixteen channels at a time:

@@ -1,9 +1,10 @@
 #include "runtime/host_allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
 namespace oat {
@@ -36,6 +37,7 @@ class HostCache {
         cached_ -= it->first;
         live_.emplace(p, it->first);
         live_bytes_ += it->first;
+        peak_live_ = std::max(peak_live_, live_bytes_);
         free_.erase(it);
         ++hits_;
         return p;

@@ -170,6 +170,32 @@ inline int64_t winograd_block_width(int64_t tiles, int64_t C, int64_t M, int64_t
   return B;
 }
 
+// Block b of a Winograd pass over x (blocks of B tiles, `tiles` in all): its nt tiles and their
+// runs, V = its input transform, and a second set of 16 matrices of M x nt (the forward's Mx, the
+// weight gradient's DM), both in per-thread scratch, with their strides between ξ. Shared by the
+// forward and the weight gradient (grad_conv_winograd.h).
+template <class T>
+struct WinogradBlock {
+  int64_t nt, sv, sm;
+  std::vector<WinogradRun> runs;
+  T* V;
+  T* Mx;
+};
+template <class T>
+WinogradBlock<T> winograd_block(const T* x, int64_t C, int64_t M, const Window3& w, int64_t b,
+                                int64_t B, int64_t tiles, int64_t per_image, int64_t TW) {
+  const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
+  const int64_t sv = winograd_stride(C * nt), sm = winograd_stride(M * nt);
+  WinogradBlock<T> k{nt,
+                     sv,
+                     sm,
+                     winograd_runs(t0, nt, per_image, TW),
+                     thread_scratch<T, 0>(static_cast<size_t>(16 * sv)),
+                     thread_scratch<T, 1>(static_cast<size_t>(16 * sm))};
+  winograd_input_transform(x, C, w, k.runs, nt, k.V);
+  return k;
+}
+
 template <class T>
 void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
                    const Window3& w, int64_t threads) {
@@ -183,12 +209,7 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
 
   auto block = [&](int64_t b) {
-    const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
-    const std::vector<WinogradRun> runs = winograd_runs(t0, nt, per_image, TW);
-    const int64_t sv = winograd_stride(C * nt), sm = winograd_stride(M * nt);  // between ξ
-    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * sv));
-    T* Mx = thread_scratch<T, 1>(static_cast<size_t>(16 * sm));
-    winograd_input_transform(x, C, w, runs, nt, V);
+    const auto [nt, sv, sm, runs, V, Mx] = winograd_block(x, C, M, w, b, B, tiles, per_image, TW);
     for (int xi = 0; xi < 16; ++xi)  // Mx_ξ = U_ξ · V_ξ (written, not added: no pass to zero Mx)
       strided_gemm(U.data() + xi * su, C, false, V + xi * sv, nt, false, Mx + xi * sm, nt, M, nt, C,
                    false);

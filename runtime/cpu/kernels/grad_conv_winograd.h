@@ -42,12 +42,7 @@ void winograd_weight_gradient(const T* x, const T* dy, T* dw, int64_t N, int64_t
   std::fill(dU, dU + parts * su, T(0));
 
   auto block = [&](int64_t b, T* du) {
-    const int64_t t0 = b * B, nt = std::min(tiles, t0 + B) - t0;
-    const std::vector<WinogradRun> runs = winograd_runs(t0, nt, per_image, TW);
-    const int64_t sv = winograd_stride(C * nt), sm = winograd_stride(M * nt);  // between ξ
-    T* V = thread_scratch<T, 0>(static_cast<size_t>(16 * sv));
-    T* DM = thread_scratch<T, 1>(static_cast<size_t>(16 * sm));
-    winograd_input_transform(x, C, w, runs, nt, V);
+    const auto [nt, sv, sm, runs, V, DM] = winograd_block(x, C, M, w, b, B, tiles, per_image, TW);
     // DM[ξ·sm + m·nt + k] = (A dY Aᵀ)[ξ] of tile k's 2x2 output gradient: the two dY rows
     // under a run of tiles, zero-padded past the output's edge, then a vector loop over the run.
     T* rows = thread_scratch<T, 3>(static_cast<size_t>(4 * TW));

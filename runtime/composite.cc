@@ -13,6 +13,11 @@ namespace {
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// The table's key of a node: its op type in the default domain, "<domain>.<op type>" elsewhere.
+std::string composite_key(const Node& n) {
+  return default_domain(n.domain) ? n.op_type : n.domain + "." + n.op_type;
+}
+
 std::map<std::string, Expander>& table() {
   static std::map<std::string, Expander> t = composite::builtin_expanders();
   return t;
@@ -130,9 +135,9 @@ void Expansion::unsupported(const std::string& what, const std::string& key) con
 }
 
 Expander composite_expander(const Node& n) {
-  if (!default_domain(n.domain)) return nullptr;
+  if (n.domain == kInternalDomain) return nullptr;
   std::lock_guard<std::mutex> lock(table_mutex());
-  auto it = table().find(n.op_type);
+  auto it = table().find(composite_key(n));
   return it == table().end() ? nullptr : it->second;
 }
 

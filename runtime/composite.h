@@ -94,15 +94,17 @@ class Expansion {
 
 using Expander = void (*)(Expansion& e);
 
-// Adds (or replaces) the expander of a default-domain op type; the built-in ones are listed in
+// Adds (or replaces) the expander of an op type: a default-domain op type, or "<domain>.<op type>"
+// for another domain (ai.onnx.preview.training's optimizers); the built-in ones are listed in
 // runtime/composite/expanders.h. For tests of the lowering itself.
 void register_composite(const std::string& op_type, Expander expander);
 
-// The expander for a node (default domain only), nullptr when the node is not a composite op.
+// The expander for a node (its op type in its domain), nullptr when the node is not a composite op.
 Expander composite_expander(const Node& n);
 bool is_composite(const Node& n);
 bool has_composites(const Graph& g);
-// The composite op types, for messages and tests ("Einsum", "GRU", "LSTM", "RNN").
+// The composite op types, for messages and tests ("Einsum", "GRU", "LSTM", "RNN",
+// "ai.onnx.preview.training.Adam", ...).
 std::vector<std::string> composite_op_types();
 
 // One expansion node's composite.

@@ -37,9 +37,9 @@ bool domain_is_default(const std::string& d) {
 }
 
 std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
+  if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
   if (!domain_is_default(node.domain))
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
-  if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
   const bool control_flow = node_has_subgraph(node);
   if (node.op == OpId::Unknown || !reg.supports_op(node.op, device)) {
     if (control_flow && node.op != OpId::Unknown && device != Device::CPU &&

@@ -20,6 +20,10 @@ std::map<std::string, Expander> builtin_expanders() {
   t["ScatterND"] = expand_scatter_nd;
   t["ReverseSequence"] = expand_reverse_sequence;
   t["GridSample"] = expand_grid_sample;
+  // Ops of other domains are keyed "<domain>.<op type>".
+  t["ai.onnx.preview.training.Adagrad"] = expand_adagrad;
+  t["ai.onnx.preview.training.Momentum"] = expand_momentum;
+  t["ai.onnx.preview.training.Adam"] = expand_adam;
   return t;
 }
 

@@ -35,4 +35,10 @@ void expand_reverse_sequence(Expansion& e);
 // (grid_sample.cc).
 void expand_grid_sample(Expansion& e);
 
+// ONNX's optimizers of domain ai.onnx.preview.training (keys "ai.onnx.preview.training.Adagrad",
+// ...) as elementwise ops (training_ops.cc).
+void expand_adagrad(Expansion& e);
+void expand_momentum(Expansion& e);
+void expand_adam(Expansion& e);
+
 }  // namespace oat::composite

@@ -82,6 +82,9 @@ struct Case {
   // The graph inputs' shapes in value_info (composite expansions read them; without, Einsum's
   // reshape targets come from Shape/ReduceProd/Concat at run time).
   bool declare_shapes = true;
+  // The node's domain ("" is ai.onnx; "ai.onnx.preview.training" for the optimizer ops), imported
+  // at `opset`.
+  std::string domain;
 };
 
 // The case lists, by family (each appends to v).

@@ -5,6 +5,31 @@
 namespace oat_agree {
 
 void add_model_op_cases(std::vector<Case>& v) {
+  // ONNX's optimizer ops (runtime/composite/training_ops.cc: Greater/Where on T, Pow, Sqrt and
+  // the arithmetic on each backend); float32 only (their type constraint is float | double). R
+  // and T are scalars; T = 3 exercises the T > 0 branches (decay, β, bias correction).
+  {
+    const char* domain = "ai.onnx.preview.training";
+    In t = ints({3});
+    t.shape = {};
+    auto add = [&](const char* op, std::map<std::string, Attribute> attrs, std::vector<In> in,
+                   int outputs, const char* label) {
+      v.push_back({op, 1, std::move(attrs), std::move(in), outputs, {DType::F32}, label});
+      v.back().domain = domain;
+    };
+    add("Adagrad", {{"decay_factor", attr_f(0.1f)}, {"norm_coefficient", attr_f(0.01f)}},
+        {pos({}), t, flt({2, 3}), flt({4}), flt({2, 3}), flt({4}), pos({2, 3}), pos({4})}, 4,
+        "two tensors");
+    for (const char* mode : {"standard", "nesterov"})
+      add("Momentum",
+          {{"alpha", attr_f(0.9f)},
+           {"beta", attr_f(0.5f)},
+           {"mode", attr_s(mode)},
+           {"norm_coefficient", attr_f(0.01f)}},
+          {pos({}), t, flt({5}), flt({5}), flt({5})}, 2, mode);
+    add("Adam", {{"norm_coefficient", attr_f(0.01f)}, {"norm_coefficient_post", attr_f(0.1f)}},
+        {pos({}), t, flt({3, 4}), flt({3, 4}), flt({3, 4}), pos({3, 4})}, 3, "post decay");
+  }
   // Einsum, a composite op: its expansion (Transpose, Reshape, MatMul, Mul, Unsqueeze,
   // ReduceSum, Slice) on each backend. These graphs declare no shapes, so the reshape targets
   // come from Shape/ReduceProd/Concat at run time (host-side int64 on CUDA).

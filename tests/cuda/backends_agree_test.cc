@@ -76,16 +76,16 @@ Tensor make_input(const In& in, DType dt, uint64_t seed) {
 
 Graph single_node_graph(const Case& c, const std::vector<Tensor>& inputs) {
   Graph g;
-  g.opsets[""] = c.opset;
+  g.opsets[c.domain] = c.opset;
   Node n;
   n.name = "n0";
   n.op_type = c.op;
-  n.op = op_from_name(c.op);
+  n.op = c.domain.empty() ? op_from_name(c.op) : OpId::Unknown;
   n.opset = c.opset;
-  if (n.op == OpId::Unknown && !is_composite(n)) throw Error("unknown op " + c.op);
   const bool internal = n.op != OpId::Unknown &&
                         static_cast<int>(n.op) >= static_cast<int>(OpId::SumToShape);
-  n.domain = internal ? kInternalDomain : "";
+  n.domain = internal ? kInternalDomain : c.domain;
+  if (n.op == OpId::Unknown && !is_composite(n)) throw Error("unknown op " + c.op);
   n.attrs = c.attrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) {

@@ -83,7 +83,7 @@ TEST_CASE("composite: lowering replaces the node in place with its named parts")
   CHECK_FALSE(is_composite(g.nodes[0]));
   Node other_domain = g.nodes[1];
   other_domain.domain = "com.example";
-  CHECK_FALSE(is_composite(other_domain));  // only the default domain's op types
+  CHECK_FALSE(is_composite(other_domain));  // keyed by domain: com.example.<type> is not registered
 
   std::map<std::string, CompositeOrigin> parts;
   lower_composites(g, &parts);

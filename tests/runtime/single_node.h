@@ -51,15 +51,18 @@ inline Attribute attr_t(Tensor t) {
 }
 
 // Runs one `op` node at `opset`; an undefined Tensor in `inputs` is an omitted optional input.
+// `domain`: the node's domain ("" is ai.onnx), imported at `opset`.
 inline std::vector<Tensor> run_node(const std::string& op, int64_t opset,
                                     const std::map<std::string, Attribute>& attrs,
-                                    const std::vector<Tensor>& inputs, int n_outputs = 1) {
+                                    const std::vector<Tensor>& inputs, int n_outputs = 1,
+                                    const std::string& domain = "") {
   oat::Graph g;
-  g.opsets[""] = opset;
+  g.opsets[domain] = opset;
   oat::Node n;
   n.name = "n0";
   n.op_type = op;
-  n.op = oat::op_from_name(op);
+  n.domain = domain;
+  n.op = domain.empty() ? oat::op_from_name(op) : oat::OpId::Unknown;
   n.opset = opset;
   n.attrs = attrs;
   std::map<std::string, Tensor> feeds;

@@ -15,6 +15,7 @@
 #include "cli/train_commands.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
+#include "train/autodiff/gradient_op.h"
 
 namespace oat::cli {
 
@@ -31,6 +32,8 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
+  // ONNX's Gradient op runs through train/'s autodiff (train/autodiff/gradient_op.h).
+  oat::train::register_gradient_op();
   // `train` is the default subcommand: `onnx-amp-train model.onnx ...` means
   // `onnx-amp-train train model.onnx ...`.
   static const std::set<std::string> kSubcommands = {"train", "infer", "inspect",

@@ -106,6 +106,12 @@ void Expansion::add_to(const std::string& op_type, const std::vector<std::string
   out_.push_back(std::move(m));
 }
 
+void Expansion::add_node(Node n, const std::string& tag) {
+  n.name = fresh(tag, taken_nodes_);
+  n.doc_string = cat("part of ", n_.op_type, " '", prefix_, "'");
+  out_.push_back(std::move(n));
+}
+
 void Expansion::set_info(const std::string& value, DType dtype,
                          std::optional<std::vector<Dim>> shape) {
   ValueInfo vi;

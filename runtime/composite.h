@@ -67,6 +67,15 @@ class Expansion {
   void add_to(const std::string& op_type, const std::vector<std::string>& inputs,
               const std::vector<std::string>& outputs, const std::string& tag,
               std::map<std::string, Attribute> attrs = {});
+  // Adds a copy of an existing node as it is (op, domain, opset, attributes, the given input and
+  // output names), under a fresh node name "<prefix>/<tag>": for expansions that repeat part of
+  // the graph (the Gradient op recomputes y at its own inputs).
+  void add_node(Node n, const std::string& tag);
+  // A fresh value name "<prefix>/<tag>", for add_to() and add_node().
+  std::string fresh_value(const std::string& tag) { return fresh(tag, taken_); }
+  // The graph's nodes before the composite, already lowered (the Gradient op reads the nodes
+  // that compute its y from them).
+  const std::vector<Node>& preceding() const { return out_; }
   // Records what is known of a value the expansion made (type; shape when known).
   void set_info(const std::string& value, DType dtype,
                 std::optional<std::vector<Dim>> shape = std::nullopt);

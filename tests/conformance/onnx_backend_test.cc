@@ -31,6 +31,7 @@
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "runtime/threads.h"
+#include "train/autodiff/gradient_op.h"
 
 namespace fs = std::filesystem;
 using namespace oat;
@@ -245,6 +246,7 @@ void run_case(const fs::path& case_dir, Tally& tally, bool verbose) {
 TEST_CASE("ONNX backend conformance cases (libonnx-testdata)") {
   REQUIRE_MESSAGE(fs::is_directory(kRoot), "libonnx-testdata is not installed (apt-get install libonnx-testdata)");
   set_num_threads(0);
+  train::register_gradient_op();  // ai.onnx.preview.training.Gradient (the 'simple' suite)
   const char* filter = std::getenv("OAT_CONFORMANCE_FILTER");
   const bool verbose = std::getenv("OAT_CONFORMANCE_VERBOSE") != nullptr;
   Tally tally;

@@ -59,7 +59,7 @@ int run_infer(const InferOptions& o) {
   if (exec_options.device == Device::CUDA) cuda::require_device();  // before loading the model
 
   onnx_loader::Model model = onnx_loader::load_model(o.model);
-  onnx_loader::require_supported_inputs(model);
+  onnx_loader::require_supported_inputs(model, /*allow_sequences=*/true);
   Executor exec(model.graph, exec_options);
   std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
   // A float file for an input of another float type (float32 data for a converted float16
@@ -97,7 +97,7 @@ int run_infer(const InferOptions& o) {
   std::vector<std::string> written;
   try {
     for (size_t k = 0; k < outputs.size(); ++k) {
-      onnx_loader::write_tensor_pb(outputs[k], model.graph.outputs[k].name, paths[k]);
+      onnx_loader::write_value_pb(outputs[k], model.graph.outputs[k].name, paths[k]);
       written.push_back(paths[k]);
     }
   } catch (...) {
@@ -106,7 +106,10 @@ int run_infer(const InferOptions& o) {
   }
   for (size_t k = 0; k < outputs.size(); ++k)
     std::cout << "output_" << k << ".pb  " << model.graph.outputs[k].name << "  "
-              << dtype_name(outputs[k].dtype()) << " " << shape_str(outputs[k].shape()) << "\n";
+              << (outputs[k].is_tensor()
+                      ? cat(dtype_name(outputs[k].dtype()), " ", shape_str(outputs[k].shape()))
+                      : outputs[k].describe())
+              << "\n";
   std::cout << "time_ms " << total_ms / o.repeat << " (mean of " << o.repeat << ", "
             << (exec_options.device == Device::CUDA ? cuda::describe_device()
                                                     : cat(num_threads(), " threads"))

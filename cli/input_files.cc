@@ -26,7 +26,13 @@ std::map<std::string, Tensor> bind_input_files(const std::vector<std::string>& s
       file = spec.substr(eq + 1);
       if (name.empty()) throw Error(cat(what, " '", spec, "': empty name before '='"));
     }
-    onnx_loader::NamedTensor nt = onnx_loader::read_tensor_file(file);
+    // A sequence or optional input (NAME=FILE) is read as its SequenceProto / OptionalProto.
+    ValueKind kind = ValueKind::Tensor;
+    for (const auto& v : g.inputs)
+      if (v.name == name) kind = v.kind;
+    onnx_loader::NamedTensor nt = kind == ValueKind::Tensor
+                                      ? onnx_loader::read_tensor_file(file)
+                                      : onnx_loader::read_value_pb(file, kind);
     if (name.empty()) {
       unnamed.emplace_back(file, std::move(nt));
       continue;

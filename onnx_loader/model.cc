@@ -271,10 +271,29 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
     if (!in.has_type()) continue;
     const auto& type = in.type();
     std::string what;
-    if (!type.has_tensor_type())
-      what = type.has_sequence_type() ? "a sequence" : type.has_optional_type() ? "an optional"
-                                                     : type.has_map_type()      ? "a map"
-                                                                                : "not a tensor";
+    // Sequences of tensors and optionals of tensors or sequences run (the sequence ops); their
+    // element types must be ones the runtime stores.
+    auto stored = [](const onnx::TypeProto& t) {
+      if (!t.has_tensor_type()) return false;
+      try {
+        dtype_from_onnx(t.tensor_type().elem_type(), "");
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    };
+    auto sequence_ok = [&](const onnx::TypeProto& t) {
+      return t.has_sequence_type() && stored(t.sequence_type().elem_type());
+    };
+    if (type.has_sequence_type() || type.has_optional_type()) {
+      const bool ok = type.has_sequence_type() ? sequence_ok(type)
+                                               : stored(type.optional_type().elem_type()) ||
+                                                     sequence_ok(type.optional_type().elem_type());
+      if (!ok)
+        what = type.has_sequence_type() ? "a sequence of non-tensors or of an unsupported type"
+                                        : "an optional of an unsupported type";
+    } else if (!type.has_tensor_type())
+      what = type.has_map_type() ? "a map" : "not a tensor";
     else if (type.tensor_type().elem_type() != 0 && in.name().size() &&
              !m.graph.initializers.count(in.name())) {
       try {
@@ -380,7 +399,14 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
   return convert(std::move(handle), name, base_dir, options);
 }
 
-void require_supported_inputs(const Model& model) {
+void require_supported_inputs(const Model& model, bool allow_sequences) {
+  if (!allow_sequences)
+    for (const auto& v : model.graph.inputs)
+      if (v.kind != ValueKind::Tensor)
+        throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '",
+                              v.name, "' is a ", value_kind_name(v.kind),
+                              "; train, eval and check feed tensors (infer runs such models)"),
+                          cat("input type ", value_kind_name(v.kind)));
   if (model.unsupported_inputs.empty()) return;
   const auto& [name, type] = *model.unsupported_inputs.begin();
   throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '", name,

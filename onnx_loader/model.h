@@ -25,8 +25,8 @@ struct Model {
   // Diagnostics from loading (shape inference skipped or partial, opset newer than libonnx knows).
   std::vector<std::string> warnings;
   // Graph inputs whose declared element type no kernel takes (STRING, UINT16, COMPLEX64, ...) or
-  // that are not tensors (sequences, optionals, maps): input name -> the ONNX type's name. Their
-  // ValueInfo::dtype is Undefined; require_supported_inputs() refuses them before a run.
+  // that are neither tensors nor sequences / optionals of them (maps, sequences of sequences):
+  // input name -> the ONNX type's name. require_supported_inputs() refuses them before a run.
   std::map<std::string, std::string> unsupported_inputs;
   // The original ModelProto, kept so export preserves everything we do not model.
   std::shared_ptr<ModelProtoHandle> proto;
@@ -43,8 +43,10 @@ struct LoadOptions {
 };
 
 // Throws Unsupported naming the first graph input in model.unsupported_inputs (a run would
-// otherwise take any file for it: a STRING input fed float data).
-void require_supported_inputs(const Model& model);
+// otherwise take any file for it: a STRING input fed float data), and, unless
+// `allow_sequences` (infer), the first sequence or optional input (train, eval and check feed
+// batches of tensors).
+void require_supported_inputs(const Model& model, bool allow_sequences = false);
 
 // Reads and converts a model file. Throws Error naming the file and what was wrong: not found,
 // not an ONNX model (parse failure, no graph, IR >= 3 without opset_import: a truncated file),

@@ -243,7 +243,29 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
 ValueInfo value_info_from_proto(const onnx::ValueInfoProto& v) {
   ValueInfo r;
   r.name = v.name();
-  if (!v.has_type() || !v.type().has_tensor_type()) return r;
+  if (!v.has_type()) return r;
+  // sequence(tensor), optional(tensor), optional(sequence(tensor)): kind and element type.
+  auto element_type = [&](const onnx::TypeProto& t) {
+    if (!t.has_tensor_type() || t.tensor_type().elem_type() == 0) return DType::Undefined;
+    try {
+      return dtype_from_onnx(t.tensor_type().elem_type(), v.name());
+    } catch (const Error&) {
+      return DType::Undefined;
+    }
+  };
+  if (v.type().has_sequence_type()) {
+    r.kind = ValueKind::Sequence;
+    r.dtype = element_type(v.type().sequence_type().elem_type());
+    return r;
+  }
+  if (v.type().has_optional_type()) {
+    const auto& e = v.type().optional_type().elem_type();
+    r.kind = ValueKind::Optional;
+    r.inner = e.has_sequence_type() ? ValueKind::Sequence : ValueKind::Tensor;
+    r.dtype = element_type(e.has_sequence_type() ? e.sequence_type().elem_type() : e);
+    return r;
+  }
+  if (!v.type().has_tensor_type()) return r;
   const auto& tt = v.type().tensor_type();
   if (tt.elem_type() != 0) {
     try {
@@ -344,9 +366,16 @@ Attribute attr_from_proto(const onnx::AttributeProto& a,
       case A::SPARSE_TENSORS:
         r.kind = K::SparseTensors;
         break;
-      case A::TYPE_PROTO:
+      case A::TYPE_PROTO: {
         r.kind = K::TypeProto;
+        onnx::ValueInfoProto v;
+        *v.mutable_type() = a.tp();
+        const ValueInfo vi = value_info_from_proto(v);
+        r.type_kind = vi.kind;
+        r.type_inner = vi.inner;
+        r.type_elem = vi.dtype;
         break;
+      }
       case A::TYPE_PROTOS:
         r.kind = K::TypeProtos;
         break;

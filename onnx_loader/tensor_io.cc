@@ -1,6 +1,7 @@
 #include "onnx_loader/tensor_io.h"
 
 #include <fcntl.h>
+#include <onnx/onnx-data_pb.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,90 @@ void write_tensor_pb(const Tensor& t, const std::string& name, const std::string
   std::string bytes;
   if (!p.SerializeToString(&bytes))
     throw Error(cat(path, ": tensor '", name, "' could not be serialised (over 2 GB?)"));
+  write_file_atomic(path, bytes);
+}
+
+namespace {
+
+Tensor sequence_from_proto(const onnx::SequenceProto& p, const std::string& dir) {
+  if (p.elem_type() != onnx::SequenceProto::TENSOR &&
+      p.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw Unsupported("a sequence of non-tensors (sequences, maps, optionals) is not supported",
+                      "sequence of non-tensors");
+  std::vector<Tensor> items;
+  for (const auto& t : p.tensor_values()) items.push_back(tensor_from_proto(t, dir));
+  const DType elem = items.empty() ? DType::Undefined : items.front().dtype();
+  return Tensor::sequence(elem, std::move(items));
+}
+
+void sequence_to_proto(const Tensor& s, const std::string& name, onnx::SequenceProto* p) {
+  p->set_name(name);
+  p->set_elem_type(onnx::SequenceProto::TENSOR);
+  for (const Tensor& t : s.items()) tensor_to_proto(t, "", p->add_tensor_values());
+}
+
+}  // namespace
+
+NamedTensor read_value_pb(const std::string& path, ValueKind kind) {
+  if (kind == ValueKind::Tensor) return read_tensor_pb(path);
+  const std::string bytes = read_file_bytes(path, "a value file");
+  const std::string dir = fs::path(path).parent_path().string();
+  try {
+    if (kind == ValueKind::Sequence) {
+      onnx::SequenceProto p;
+      if (!p.ParseFromString(bytes)) throw Error("not a SequenceProto (.pb) file");
+      return {p.name(), sequence_from_proto(p, dir)};
+    }
+    onnx::OptionalProto p;
+    if (!p.ParseFromString(bytes)) throw Error("not an OptionalProto (.pb) file");
+    switch (p.elem_type()) {
+      case onnx::OptionalProto::TENSOR: {
+        Tensor t = tensor_from_proto(p.tensor_value(), dir);
+        const DType d = t.dtype();
+        return {p.name(), Tensor::optional(d, ValueKind::Tensor, std::move(t))};
+      }
+      case onnx::OptionalProto::SEQUENCE: {
+        Tensor s = sequence_from_proto(p.sequence_value(), dir);
+        const DType d = s.dtype();
+        return {p.name(), Tensor::optional(d, ValueKind::Sequence, std::move(s))};
+      }
+      case onnx::OptionalProto::UNDEFINED:  // an empty optional; its type comes from the model
+        return {p.name(), Tensor::optional(DType::Undefined, ValueKind::Tensor)};
+      default:
+        throw Unsupported("an optional of a map, sparse tensor or optional is not supported",
+                          "optional of non-tensors");
+    }
+  } catch (const Unsupported& e) {
+    throw Unsupported(cat(path, ": ", e.what()), e.key());
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+void write_value_pb(const Tensor& v, const std::string& name, const std::string& path) {
+  if (v.is_tensor()) return write_tensor_pb(v, name, path);
+  std::string bytes;
+  bool ok = false;
+  if (v.kind() == ValueKind::Sequence) {
+    onnx::SequenceProto p;
+    sequence_to_proto(v, name, &p);
+    ok = p.SerializeToString(&bytes);
+  } else {
+    onnx::OptionalProto p;
+    p.set_name(name);
+    if (!v.items().empty()) {
+      const Tensor& e = v.items().front();
+      if (e.kind() == ValueKind::Sequence) {
+        p.set_elem_type(onnx::OptionalProto::SEQUENCE);
+        sequence_to_proto(e, "", p.mutable_sequence_value());
+      } else {
+        p.set_elem_type(onnx::OptionalProto::TENSOR);
+        tensor_to_proto(e, "", p.mutable_tensor_value());
+      }
+    }
+    ok = p.SerializeToString(&bytes);
+  }
+  if (!ok) throw Error(cat(path, ": value '", name, "' could not be serialised (over 2 GB?)"));
   write_file_atomic(path, bytes);
 }
 

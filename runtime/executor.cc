@@ -31,6 +31,27 @@ struct Executor::Step {
 
 namespace {
 
+// The ops that take sequences and optionals as inputs; every other op is given tensors only.
+bool takes_non_tensors(OpId op) {
+  switch (op) {
+    case OpId::Identity:
+    case OpId::If:
+    case OpId::Loop:
+    case OpId::SequenceInsert:
+    case OpId::SequenceAt:
+    case OpId::SequenceErase:
+    case OpId::SequenceLength:
+    case OpId::ConcatFromSequence:
+    case OpId::SequenceMap:
+    case OpId::Optional:
+    case OpId::OptionalHasElement:
+    case OpId::OptionalGetElement:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The default ONNX domain, and the internal domain of gradient ops.
 bool domain_is_default(const std::string& d) {
   return d.empty() || d == "ai.onnx" || d == kInternalDomain;
@@ -271,7 +292,20 @@ void Executor::validate_feeds(const std::map<std::string, Tensor>& feeds) const 
       throw Error(cat("missing input '", v.name, "' (expected ", dtype_name(v.dtype), " ",
                       v.shape_string(), ")"));
     const Tensor& t = it->second;
-    if (v.dtype != DType::Undefined && t.dtype() != v.dtype)
+    // (an input declared without a type takes any value; one declared optional(X) also takes a
+    // plain X, as a Loop body's optional carried value after its first iteration)
+    const bool typed = v.dtype != DType::Undefined || v.kind != ValueKind::Tensor;
+    const bool kind_ok =
+        v.kind == ValueKind::Optional
+            ? (t.kind() == ValueKind::Optional ? t.inner_kind() == v.inner : t.kind() == v.inner)
+            : t.kind() == v.kind;
+    if (typed && !kind_ok)
+      throw Error(cat("input '", v.name, "' is a ", t.describe(), ", expected a ",
+                      v.kind == ValueKind::Optional
+                          ? cat("optional(", value_kind_name(v.inner), ")")
+                          : std::string(value_kind_name(v.kind))));
+    if (v.dtype != DType::Undefined && t.dtype() != v.dtype &&
+        !(t.kind() != ValueKind::Tensor && t.dtype() == DType::Undefined))
       throw Error(cat("input '", v.name, "' has dtype ", dtype_name(t.dtype()), ", expected ",
                       dtype_name(v.dtype)));
     if (v.shape) {
@@ -479,6 +513,12 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
         t = &staged.back();
       }
     }
+    if (!takes_non_tensors(node.op))
+      for (size_t k = 0; k < in.size(); ++k)
+        if (in[k] && !in[k]->is_tensor())
+          throw Error(cat(node.describe(), ": input ", k, " '", node.inputs[k], "' is a ",
+                          in[k]->describe(), "; ", node.op_type,
+                          " takes tensors (the sequence and optional ops read such values)"));
     DType key = kernel_dtype_key(node, in);
     auto& cache = where == options_.device ? s.kernels : s.host_kernels;
     OpKernel* kernel = nullptr;

@@ -33,6 +33,10 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<oat::Tensor> tensors;
   std::vector<std::shared_ptr<oat::Graph>> graphs;
+  // A TypeProto attribute (Optional's `type`): tensor, sequence(tensor) or optional(...), with
+  // the element type (Undefined when not stored by this runtime).
+  ValueKind type_kind = ValueKind::Tensor, type_inner = ValueKind::Tensor;
+  DType type_elem = DType::Undefined;
 };
 const char* attribute_kind_name(Attribute::Kind k);
 
@@ -51,8 +55,10 @@ struct Dim {
 
 struct ValueInfo {
   std::string name;
-  DType dtype = DType::Undefined;
-  std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
+  DType dtype = DType::Undefined;  // a tensor's type; a sequence's or optional's element type
+  std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown (always for non-tensors)
+  ValueKind kind = ValueKind::Tensor;     // sequence(tensor), optional(tensor | sequence)
+  ValueKind inner = ValueKind::Tensor;    // an optional's element kind
   std::string shape_string() const;       // "[batch, 3, 224, 224]" or "?"
 };
 

@@ -68,7 +68,77 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   return t;
 }
 
+const char* value_kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::Tensor:
+      return "tensor";
+    case ValueKind::Sequence:
+      return "sequence";
+    case ValueKind::Optional:
+      return "optional";
+  }
+  return "?";
+}
+
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  for (const Tensor& t : items) {
+    if (!t.is_tensor()) throw Error(cat("a sequence holds tensors, not a ", t.describe()));
+    if (t.dtype() != elem)
+      throw Error(cat("a sequence of ", dtype_name(elem), " cannot hold a tensor of ",
+                      dtype_name(t.dtype())));
+  }
+  Tensor r;
+  r.kind_ = ValueKind::Sequence;
+  r.dtype_ = elem;
+  r.shape_ = {0};
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return r;
+}
+
+Tensor Tensor::optional(DType elem, ValueKind inner, Tensor value) {
+  if (inner == ValueKind::Optional) throw Error("an optional cannot hold an optional");
+  std::vector<Tensor> items;
+  if (value.defined()) {
+    if (value.kind() != inner)
+      throw Error(
+          cat("an optional of a ", value_kind_name(inner), " cannot hold a ", value.describe()));
+    elem = value.dtype();
+    items.push_back(std::move(value));
+  }
+  Tensor r;
+  r.kind_ = ValueKind::Optional;
+  r.inner_ = inner;
+  r.dtype_ = elem;
+  r.shape_ = {0};
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return r;
+}
+
+Tensor Tensor::optional(DType elem, ValueKind inner) { return optional(elem, inner, Tensor()); }
+
+const std::vector<Tensor>& Tensor::items() const {
+  if (kind_ == ValueKind::Tensor || !items_) throw Error("a tensor has no items (not a sequence)");
+  return *items_;
+}
+
+std::string Tensor::describe() const {
+  switch (kind_) {
+    case ValueKind::Sequence:
+      return cat("sequence(", dtype_name(dtype_), ") of ", items_->size());
+    case ValueKind::Optional:
+      return items_->empty() ? cat("empty optional(", value_kind_name(inner_), ")")
+                             : cat("optional(", (*items_)[0].describe(), ")");
+    case ValueKind::Tensor:
+      break;
+  }
+  return cat("tensor(", dtype_name(dtype_), ") ", shape_str(shape_));
+}
+
 void Tensor::check_type(DType want) const {
+  if (kind_ != ValueKind::Tensor)
+    throw Error(cat("a ", describe(),
+                    " is not a tensor (its elements are read by the sequence "
+                    "and optional ops)"));
   if (want != dtype_)
     throw Error(cat("tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(want)));
 }

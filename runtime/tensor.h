@@ -46,6 +46,15 @@ class Storage {
   void (*deleter_)(void*) = nullptr;
 };
 
+// What a Tensor object holds: a tensor, or one of ONNX's non-tensor values, a sequence of
+// tensors or an optional (a tensor, a sequence, or nothing). The non-tensor values travel as
+// Tensor objects so the executor, If, Loop and the kernel interface pass them like any value;
+// the sequence and optional ops read them (runtime/cpu/kernels/sequence.cc, CPU only). Such a
+// value has no storage and the shape [0] (nbytes() 0), its dtype is the element type, and
+// data<T>() on it throws; the executor gives non-tensor inputs only to the ops that take them.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional };
+const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional"
+
 class Tensor {
  public:
   Tensor() = default;
@@ -67,7 +76,24 @@ class Tensor {
     return from_vector<T>({}, {v});
   }
 
-  bool defined() const { return dtype_ != DType::Undefined; }
+  // A sequence of tensors of element type `elem` (every item a tensor of that type; Undefined
+  // only for an empty sequence of unknown type).
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // An optional holding `value` (a tensor or a sequence), or, when `value` is undefined, an empty
+  // optional of a tensor or sequence (`inner`) of element type `elem`.
+  static Tensor optional(DType elem, ValueKind inner, Tensor value);
+  static Tensor optional(DType elem, ValueKind inner);  // empty
+
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::Tensor; }
+  // A sequence's items; an optional's element (none or one). Throws for a tensor.
+  const std::vector<Tensor>& items() const;
+  // An optional's kind of element (Tensor or Sequence).
+  ValueKind inner_kind() const { return inner_; }
+  // "tensor(float32) [2, 3]", "sequence(float32) of 3", "optional(sequence(int64))", ...
+  std::string describe() const;
+
+  bool defined() const { return dtype_ != DType::Undefined || kind_ != ValueKind::Tensor; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   const Shape& shape() const { return shape_; }
@@ -110,6 +136,9 @@ class Tensor {
   Shape shape_;
   DType dtype_ = DType::Undefined;
   Device device_ = Device::CPU;
+  ValueKind kind_ = ValueKind::Tensor;
+  ValueKind inner_ = ValueKind::Tensor;               // optionals: what they hold
+  std::shared_ptr<const std::vector<Tensor>> items_;  // sequences and optionals
 };
 
 // Converts every element to `to` (ONNX Cast semantics: float→int truncates toward zero,

@@ -29,6 +29,7 @@ void register_kernels(KernelRegistry& r) {
   // signal processing (opset 17)
   register_signal_window(r);
   register_dft(r);
+  register_sequence(r);
   register_rnn_sequence(r);
   register_grad_reduce(r);
   register_grad_activation(r);

@@ -21,7 +21,7 @@ void register_reduce(KernelRegistry& r);      // kernels/reduce.cc
 void register_shape(KernelRegistry& r);       // kernels/shape.cc: Reshape Flatten Squeeze ... Shape
 void register_movement(KernelRegistry& r);    // kernels/movement.cc: Transpose Concat Split Slice ...
 void register_generator(KernelRegistry& r);   // kernels/generator.cc: Constant Cast Range Dropout ...
-void register_control_flow(KernelRegistry& r);  // kernels/control_flow.cc: If Loop Scan
+void register_control_flow(KernelRegistry& r);  // kernels/control_flow.cc: If Loop Scan SequenceMap
 // kernels/quantize.cc: QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
 // ConvInteger QLinearMatMul QLinearConv, and QuantizeLinearGrad (fake quantization's STE)
 void register_quantize(KernelRegistry& r);
@@ -38,6 +38,7 @@ void register_random(KernelRegistry& r);
 // signal processing (opset 17)
 void register_signal_window(KernelRegistry& r);  // kernels/signal_window.cc: Hann/Hamming/BlackmanWindow MelWeightMatrix
 void register_dft(KernelRegistry& r);            // kernels/dft.cc: DFT STFT DFTGrad STFTGrad
+void register_sequence(KernelRegistry& r);       // kernels/sequence.cc: Sequence*, Optional*
 // fused inference kernels (the CPU Executor's lowering of composite ops)
 void register_rnn_sequence(KernelRegistry& r);  // kernels/rnn_sequence.cc: LSTMSequence GRUSequence
 

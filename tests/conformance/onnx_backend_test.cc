@@ -86,6 +86,22 @@ void fix_known_model_bug(const std::string& case_name, Graph& g) {
 
 // Returns "" when equal within tolerance, else a description of the first mismatch.
 std::string compare(const Tensor& got, const Tensor& want, const Tolerance& tol) {
+  // Sequences and optionals: the same kind and count, then item by item. An expected empty
+  // sequence or optional stores no element type.
+  if (got.kind() != want.kind()) return cat("a ", got.describe(), " != expected ", want.describe());
+  if (!got.is_tensor()) {
+    if (got.items().size() != want.items().size())
+      return cat(got.describe(), " != expected ", want.describe());
+    if (got.kind() == ValueKind::Sequence && want.dtype() != DType::Undefined &&
+        got.dtype() != want.dtype())
+      return cat("element type ", dtype_name(got.dtype()), " != expected ",
+                 dtype_name(want.dtype()));
+    for (size_t k = 0; k < got.items().size(); ++k) {
+      const std::string d = compare(got.items()[k], want.items()[k], tol);
+      if (!d.empty()) return cat("item ", k, ": ", d);
+    }
+    return "";
+  }
   if (got.dtype() != want.dtype())
     return cat("dtype ", dtype_name(got.dtype()), " != expected ", dtype_name(want.dtype()));
   if (got.shape() != want.shape())
@@ -197,10 +213,14 @@ void run_case(const fs::path& case_dir, Tally& tally, bool verbose) {
     };
     collect(model.graph);
     if (!ops.empty()) return skip_all(ops);
+    // Tensors of types the runtime stores, sequences of them, optionals of either.
     for (const auto& v : model.graph.inputs)
-      if (v.dtype == DType::Undefined) return skip("non-tensor or unsupported input type");
+      if ((v.kind == ValueKind::Tensor && v.dtype == DType::Undefined) ||
+          model.unsupported_inputs.count(v.name))
+        return skip("non-tensor or unsupported input type");
     for (const auto& v : model.graph.outputs)
-      if (v.dtype == DType::Undefined) return skip("non-tensor or unsupported output type");
+      if (v.kind == ValueKind::Tensor && v.dtype == DType::Undefined)
+        return skip("non-tensor or unsupported output type");
     if (const char* why = deviation_for(name)) return skip(why);
     fix_known_model_bug(name, model.graph);
     Executor exec(model.graph);
@@ -215,13 +235,14 @@ void run_case(const fs::path& case_dir, Tally& tally, bool verbose) {
       auto inputs = sorted_files(e.path(), "input_");
       // Inputs bind in order to the graph inputs; old models may list fewer non-initializer ones.
       for (size_t k = 0; k < inputs.size() && k < model.graph.inputs.size(); ++k)
-        feeds[model.graph.inputs[k].name] = onnx_loader::read_tensor_pb(inputs[k]).tensor;
+        feeds[model.graph.inputs[k].name] =
+            onnx_loader::read_value_pb(inputs[k], model.graph.inputs[k].kind).tensor;
       auto outputs = exec.run(feeds);
       auto expected = sorted_files(e.path(), "output_");
       if (expected.size() != outputs.size())
         throw Error(cat(expected.size(), " expected outputs, model produced ", outputs.size()));
       for (size_t k = 0; k < outputs.size(); ++k) {
-        Tensor want = onnx_loader::read_tensor_pb(expected[k]).tensor;
+        Tensor want = onnx_loader::read_value_pb(expected[k], model.graph.outputs[k].kind).tensor;
         std::string diff =
             random ? check_random_properties(model.graph, model.graph.outputs[k].name, outputs[k], want)
                    : compare(outputs[k], want, tol);

@@ -249,7 +249,22 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                      OpId::MelWeightMatrix};
   // Control flow runs on the CPU only (runtime/cpu/kernels/control_flow.cc): a device executor
   // refuses a graph with If, Loop or Scan, naming the node.
-  const std::set<OpId> cpu_only = {OpId::If, OpId::Loop, OpId::Scan};
+  // So do the sequence and optional ops (their values live on the host: runtime/tensor.h).
+  const std::set<OpId> cpu_only = {OpId::If,
+                                   OpId::Loop,
+                                   OpId::Scan,
+                                   OpId::SequenceEmpty,
+                                   OpId::SequenceConstruct,
+                                   OpId::SequenceInsert,
+                                   OpId::SequenceAt,
+                                   OpId::SequenceErase,
+                                   OpId::SequenceLength,
+                                   OpId::SplitToSequence,
+                                   OpId::ConcatFromSequence,
+                                   OpId::SequenceMap,
+                                   OpId::Optional,
+                                   OpId::OptionalHasElement,
+                                   OpId::OptionalGetElement};
   // The CPU Executor's fused inference kernels stand in for an expansion only on the CPU
   // (LoweringOptions::cpu_inference); a device executor runs the expansion, whose ops have cases.
   const std::set<OpId> cpu_fused = {OpId::LSTMSequence, OpId::GRUSequence};
@@ -286,7 +301,7 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
     }
     if (cpu_only.count(op)) {
       if (default_registry().supports_op(op, Device::CUDA))
-        no_kernel += cat(" ", op_name(op), "(registered on cuda, but control flow is CPU only)");
+        no_kernel += cat(" ", op_name(op), "(registered on cuda, but it runs on the CPU only)");
       continue;
     }
     if (host_placed.count(op)) {

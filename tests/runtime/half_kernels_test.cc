@@ -523,11 +523,14 @@ std::vector<Case> cases() {
 // distribution and range in tests/runtime/random_test.cc (values cannot equal an F32 draw's).
 // The signal generators take integer sizes and write output_datatype (F16/BF16 included):
 // tests/runtime/signal_test.cc.
-const std::set<std::string> kTestedApart = {"Cast", "CastLike", "Constant", "ConstantOfShape",
-                                            "If", "Loop", "Scan", "RandomNormal", "RandomUniform",
-                                            "RandomNormalLike", "RandomUniformLike", "Bernoulli",
-                                            "Multinomial", "HannWindow", "HammingWindow",
-                                            "BlackmanWindow", "MelWeightMatrix"};
+const std::set<std::string> kTestedApart = {
+    "Cast", "CastLike", "Constant", "ConstantOfShape", "If", "Loop", "Scan", "RandomNormal",
+    "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial",
+    "HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
+    // type-generic (kAnyDType; sequence_test.cc)
+    "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase",
+    "SequenceLength", "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional",
+    "OptionalHasElement", "OptionalGetElement"};
 // The optimizer and loss-scaling ops always run in FP32 (master weights, FP32 gradients).
 // LSTMSequence and GRUSequence are the CPU lowering's fused form of F32 LSTMs and GRUs only
 // (F16/BF16 ones run unrolled).

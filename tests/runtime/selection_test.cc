@@ -117,10 +117,14 @@ TEST_CASE("MaxUnpool scatters X to its indices in a zero tensor") {
   want[15] = 4;
   CHECK(fvec(y) == want);
   // pads shrink the default output: (2 - 1)·2 + 2 − 1 − 0 = 3.
-  // (Built by assignment: GCC 12 -O3 filled this third nested list as {1, 1, 1, 1} when it was a
-  // braced map initializer in this file.)
+  // (Built element by element: GCC 12.2 -O3 -march=native has filled a braced {1, 1, 0, 0} here
+  // as {1, 1, 1, 1}, first as a braced map initializer, later as a braced vector, depending on
+  // the rest of this file; a standalone copy of the same lines compiles right.)
   std::map<std::string, Attribute> padded = k2s2;
-  padded["pads"] = attr_ints(std::vector<int64_t>{1, 1, 0, 0});
+  I pads(4, 0);
+  pads[0] = 1;
+  pads[1] = 1;
+  padded["pads"] = attr_ints(pads);
   y = run1("MaxUnpool", 11, padded, {x, Tensor::from_vector<int64_t>({1, 1, 2, 2}, {0, 2, 6, 8})});
   CHECK(y.shape() == Shape{1, 1, 3, 3});
   CHECK(fvec(y) == F{1, 0, 2, 0, 0, 0, 3, 0, 4});

@@ -489,9 +489,72 @@ class ScanKernel : public OpKernel {
   std::vector<int64_t> in_axes_, in_dirs_, out_axes_, out_dirs_;
 };
 
+// ---- SequenceMap ----
+// SequenceMap(S, A₁..Aₖ; body) -> Y₁..Yₘ: body runs once per item i of S; it reads S[i], and
+// for each Aⱼ, Aⱼ[i] when Aⱼ is a sequence (of S's length) or Aⱼ itself when a tensor. Output
+// sequence Yₒ collects body output o of every run (its element type from the body's declaration
+// when S is empty).
+
+class SequenceMapKernel : public OpKernel {
+ public:
+  explicit SequenceMapKernel(const Node& n) : body_(n, "body") {
+    const size_t declared = declared_inputs(n);
+    if (body_.num_inputs() != declared)
+      throw Error(
+          cat(n.describe(), ": body has ", body_.num_inputs(), " inputs, the node ", declared));
+    if (n.outputs.size() > body_.num_outputs())
+      throw Error(cat(n.describe(), ": the node has ", n.outputs.size(), " outputs, its body ",
+                      body_.num_outputs()));
+  }
+
+  void compute(KernelContext& ctx) override {
+    const size_t declared = declared_inputs(ctx.node());
+    const Tensor& s = ctx.input(0);
+    if (s.kind() != ValueKind::Sequence)
+      ctx.fail(cat("input 0 must be a sequence, got a ", s.describe()));
+    const size_t n = s.items().size();
+    for (size_t j = 1; j < declared; ++j) {
+      const Tensor& a = ctx.input(static_cast<int>(j));
+      if (a.kind() == ValueKind::Sequence && a.items().size() != n)
+        ctx.fail(cat("input ", j, " is a sequence of ", a.items().size(), ", input 0 of ", n));
+      if (a.kind() == ValueKind::Optional) ctx.fail(cat("input ", j, " is an optional"));
+    }
+    std::vector<std::vector<Tensor>> ys(body_.num_outputs());
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Tensor> in;
+      for (size_t j = 0; j < declared; ++j) {
+        const Tensor& a = ctx.input(static_cast<int>(j));
+        in.push_back(a.kind() == ValueKind::Sequence ? a.items()[i] : a);
+      }
+      std::vector<Tensor> out = body_.run(ctx, std::move(in), cat("item ", i));
+      for (size_t o = 0; o < ys.size(); ++o) ys[o].push_back(std::move(out[o]));
+    }
+    for (int o = 0; o < ctx.num_outputs(); ++o) {
+      if (!ctx.output_requested(o)) continue;
+      auto& items = ys[static_cast<size_t>(o)];
+      DType elem = items.empty() ? DType::Undefined : items.front().dtype();
+      if (items.empty()) {
+        const ValueInfo& out = body_.graph().outputs[static_cast<size_t>(o)];
+        elem = out.dtype;
+        if (elem == DType::Undefined && body_.graph().value_info.count(out.name))
+          elem = body_.graph().value_info.at(out.name).dtype;
+      }
+      for (size_t i = 0; i < items.size(); ++i)
+        if (!items[i].is_tensor() || items[i].dtype() != elem)
+          ctx.fail(cat("body output ", o, " of item ", i, " is a ", items[i].describe(),
+                       "; the output sequence holds tensors of ", dtype_name(elem)));
+      ctx.set_output(o, Tensor::sequence(elem, std::move(items)));
+    }
+  }
+
+ private:
+  Subgraph body_;
+};
+
 }  // namespace
 
 void register_control_flow(KernelRegistry& r) {
+  r.add(OpId::SequenceMap, Device::CPU, kAnyDType, kernel_factory<SequenceMapKernel>());
   r.add(OpId::If, Device::CPU, kAnyDType, kernel_factory<IfKernel>());
   r.add(OpId::Loop, Device::CPU, kAnyDType, kernel_factory<LoopKernel>());
   r.add(OpId::Scan, Device::CPU, kAnyDType, kernel_factory<ScanKernel>());

@@ -186,14 +186,13 @@ int run_inspect(const InspectOptions& o) {
   for (const auto& v : g.inputs) {
     auto bad = model.unsupported_inputs.find(v.name);
     std::cout << "  " << v.name << "  "
-              << (bad != model.unsupported_inputs.end() ? bad->second : dtype_name(v.dtype)) << " "
-              << v.shape_string()
+              << (bad != model.unsupported_inputs.end() ? cat(bad->second, " ", v.shape_string())
+                                                        : v.type_string())
               << (bad != model.unsupported_inputs.end() ? "  (a type this build cannot feed)" : "")
               << "\n";
   }
   std::cout << "outputs\n";
-  for (const auto& v : g.outputs)
-    std::cout << "  " << v.name << "  " << dtype_name(v.dtype) << " " << v.shape_string() << "\n";
+  for (const auto& v : g.outputs) std::cout << "  " << v.name << "  " << v.type_string() << "\n";
   std::cout << "\nnodes      " << g.nodes.size() << "\n";
   for (const auto& [op, n] : op_counts)
     std::cout << "  " << std::left << std::setw(28) << op << n << "\n";

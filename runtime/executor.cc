@@ -31,16 +31,17 @@ struct Executor::Step {
 
 namespace {
 
-// The ops that take sequences and optionals as inputs; every other op is given tensors only.
-bool takes_non_tensors(OpId op) {
+// The sequence and optional ops (runtime/cpu/kernels/sequence.cc): CPU only, also in a device
+// executor (which runs other ops without a device kernel on the host).
+bool is_sequence_op(OpId op) {
   switch (op) {
-    case OpId::Identity:
-    case OpId::If:
-    case OpId::Loop:
+    case OpId::SequenceEmpty:
+    case OpId::SequenceConstruct:
     case OpId::SequenceInsert:
     case OpId::SequenceAt:
     case OpId::SequenceErase:
     case OpId::SequenceLength:
+    case OpId::SplitToSequence:
     case OpId::ConcatFromSequence:
     case OpId::SequenceMap:
     case OpId::Optional:
@@ -50,6 +51,12 @@ bool takes_non_tensors(OpId op) {
     default:
       return false;
   }
+}
+
+// The ops that take sequences and optionals as inputs (the sequence ops check which of their
+// inputs may be one); every other op is given tensors only.
+bool takes_non_tensors(OpId op) {
+  return op == OpId::Identity || op == OpId::If || op == OpId::Loop || is_sequence_op(op);
 }
 
 // The default ONNX domain, and the internal domain of gradient ops.
@@ -62,6 +69,9 @@ std::string unsupported_reason(const Node& node, Device device, const KernelRegi
   if (!domain_is_default(node.domain))
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
   const bool control_flow = node_has_subgraph(node);
+  if (device != Device::CPU && is_sequence_op(node.op))
+    return cat("sequences and optionals (", node.op_type,
+               ") run on the CPU only (run with --device cpu)");
   if (node.op == OpId::Unknown || !reg.supports_op(node.op, device)) {
     if (control_flow && node.op != OpId::Unknown && device != Device::CPU &&
         reg.supports_op(node.op, Device::CPU))
@@ -195,7 +205,7 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
     std::string why = unsupported_reason(n, options_.device, *registry_);
     // A device executor may run a node on the host (shape arithmetic, see DeviceContext), but
     // not control flow: its subgraph would run on the host with device values.
-    if (!why.empty() && device_ctx_ && !node_has_subgraph(n) &&
+    if (!why.empty() && device_ctx_ && !node_has_subgraph(n) && !is_sequence_op(n.op) &&
         unsupported_reason(n, Device::CPU, *registry_).empty())
       why.clear();
     if (!why.empty()) throw Unsupported(cat(n.describe(), ": ", why), n.op_type);
@@ -493,6 +503,14 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       in.push_back(&values[slot]);
     }
     std::vector<Tensor> outs(s.out.size());
+    if (dc)  // sequences and optionals live on the host (runtime/tensor.h)
+      for (size_t k = 0; k < in.size(); ++k)
+        if (in[k] && !in[k]->is_tensor())
+          throw Unsupported(cat(node.describe(), ": input ", k, " '", node.inputs[k], "' is a ",
+                                in[k]->describe(),
+                                "; sequences and optionals run on the CPU "
+                                "only (run with --device cpu)"),
+                            "sequence on a device");
     const Device where = dc ? dc->placement(node, in) : options_.device;
     std::vector<Tensor> staged;
     if (where != Device::CPU) {

@@ -65,6 +65,20 @@ std::string ValueInfo::shape_string() const {
   return r + "]";
 }
 
+std::string ValueInfo::type_string() const {
+  const std::string elem = dtype_name(dtype);
+  switch (kind) {
+    case ValueKind::Sequence:
+      return cat("sequence(", elem, ")");
+    case ValueKind::Optional:
+      return inner == ValueKind::Sequence ? cat("optional(sequence(", elem, "))")
+                                          : cat("optional(", elem, ")");
+    case ValueKind::Tensor:
+      break;
+  }
+  return cat(elem, " ", shape_string());
+}
+
 const Attribute* Node::attr(const std::string& k) const {
   auto it = attrs.find(k);
   return it == attrs.end() ? nullptr : &it->second;

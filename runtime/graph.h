@@ -60,6 +60,8 @@ struct ValueInfo {
   ValueKind kind = ValueKind::Tensor;     // sequence(tensor), optional(tensor | sequence)
   ValueKind inner = ValueKind::Tensor;    // an optional's element kind
   std::string shape_string() const;       // "[batch, 3, 224, 224]" or "?"
+  // "float32 [batch, 3, 224, 224]", "sequence(int64)", "optional(sequence(float32))"
+  std::string type_string() const;
 };
 
 struct Node {

@@ -1,6 +1,7 @@
 #include "runtime/host_allocator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -18,7 +19,13 @@ size_t limit_from_env() {
   if (!v || !*v) return size_t{2048} << 20;
   char* end = nullptr;
   const unsigned long long mb = std::strtoull(v, &end, 10);
-  if (end == v || *end) return size_t{2048} << 20;  // not a number: the default
+  if (end == v || *end || *v == '-') {  // not a whole number of MiB: the default, said once
+    std::fprintf(stderr,
+                 "warning: OAT_HOST_CACHE_MB='%s' is not a whole number of MiB; using the "
+                 "default 2048 (0 turns the cache off)\n",
+                 v);
+    return size_t{2048} << 20;
+  }
   return static_cast<size_t>(mb) << 20;
 }
 

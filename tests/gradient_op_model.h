@@ -9,21 +9,13 @@
 #pragma once
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "runtime/graph.h"
 #include "runtime/tensor.h"
+#include "test_tensors.h"
 
 namespace oat_test {
-
-inline oat::Tensor gradient_op_random(oat::Shape s, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  oat::Tensor t(oat::DType::F32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
 
 struct GradientOpModel {
   oat::Graph g;
@@ -31,10 +23,10 @@ struct GradientOpModel {
 
   GradientOpModel() {
     using namespace oat;
-    a = gradient_op_random({2, 3}, 1);
-    a2 = gradient_op_random({2, 3}, 2);
-    q = gradient_op_random({5}, 3);
-    w = gradient_op_random({3, 4}, 4);
+    a = uniform_tensor({2, 3}, 1);
+    a2 = uniform_tensor({2, 3}, 2);
+    q = uniform_tensor({5}, 3);
+    w = uniform_tensor({3, 4}, 4);
     g.name = "gradient_op";
     g.opsets[""] = 13;
     g.opsets["ai.onnx.preview.training"] = 1;

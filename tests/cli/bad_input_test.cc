@@ -2,6 +2,7 @@
 // on stderr that names what was wrong, and leaves no output file behind.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "cli/cli_runner.h"
@@ -414,4 +415,22 @@ TEST_CASE("a model input of a type no kernel takes (STRING) is refused, whatever
   CHECK(r.status == 0);
   CHECK(r.out.find("s  STRING [2]  (a type this build cannot feed)") != std::string::npos);
   CHECK(r.out.find("1 input(s) have a type this build cannot feed") != std::string::npos);
+}
+
+TEST_CASE("OAT_HOST_CACHE_MB that is not a whole number warns once and keeps the default") {
+  Fixture f;
+  for (const char* bad : {"lots", "-5", "12MB"}) {
+    CAPTURE(bad);
+    const std::string err = f.dir / "env_err.txt";
+    const std::string cmd = std::string("OAT_HOST_CACHE_MB=") + shell_quote(bad) + " " +
+                            shell_quote(OAT_CLI_PATH) + " infer " + shell_quote(f.model) + " -i " +
+                            shell_quote(f.x_ok) + " -o " + shell_quote(f.dir / "env_out") +
+                            " >/dev/null 2>" + shell_quote(err);
+    CHECK(std::system(cmd.c_str()) == 0);  // the run itself is unaffected
+    const std::string e = read_bytes(err);
+    CHECK_MESSAGE(e.find("warning: OAT_HOST_CACHE_MB='" + std::string(bad) +
+                         "' is not a whole number of MiB; using the default 2048") == 0,
+                  e);
+    CHECK(std::count(e.begin(), e.end(), '\n') == 1);
+  }
 }

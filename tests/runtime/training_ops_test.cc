@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "close_to.h"
 #include "single_node.h"
 
 using namespace oat;
@@ -29,15 +30,6 @@ std::vector<double> dvec(const Tensor& t) {
   std::vector<double> r;
   for (int64_t i = 0; i < t.numel(); ++i) r.push_back(t.item_as_double(i));
   return r;
-}
-
-void check_close(const Tensor& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i)
-    CHECK_MESSAGE(std::abs(got.item_as_double(static_cast<int64_t>(i)) - want[i]) <=
-                      tol * (1 + std::abs(want[i])),
-                  "element ", i, ": ", got.item_as_double(static_cast<int64_t>(i)), " vs ",
-                  want[i]);
 }
 
 std::vector<Tensor> run(const std::string& op, const std::map<std::string, Attribute>& attrs,
@@ -79,8 +71,8 @@ TEST_CASE("Adagrad: decayed rate, regularization, two tensors, F32 and F64") {
         }
         CHECK(out[k].dtype() == t);
         CHECK(out[k].shape() == (k ? x2 : x1).shape());
-        check_close(out[k], xw, tol);
-        check_close(out[2 + k], hw, tol);
+        oat_test::check_close_to(out[k], xw, tol);
+        oat_test::check_close_to(out[2 + k], hw, tol);
       }
     }
   }
@@ -111,8 +103,8 @@ TEST_CASE("Momentum: standard and Nesterov; beta applies from T > 0") {
         const double d = std::string(mode) == "nesterov" ? gr + a * vn : vn;
         xw.push_back(x.item_as_double(i) - rf * d);
       }
-      check_close(out[0], xw, 1e-12);
-      check_close(out[1], vw, 1e-12);
+      oat_test::check_close_to(out[0], xw, 1e-12);
+      oat_test::check_close_to(out[1], vw, 1e-12);
     }
   }
 }
@@ -141,9 +133,9 @@ TEST_CASE("Adam: bias correction from T > 0, post-update decay, an output left o
       const double xn = x.item_as_double(i) - rr * vn / (std::sqrt(hn) + static_cast<float>(eps));
       xw.push_back((1 - static_cast<float>(post)) * xn);
     }
-    check_close(out[0], xw, 3e-6);
-    check_close(out[1], vw, 3e-6);
-    check_close(out[2], hw, 3e-6);
+    oat_test::check_close_to(out[0], xw, 3e-6);
+    oat_test::check_close_to(out[1], vw, 3e-6);
+    oat_test::check_close_to(out[2], hw, 3e-6);
 
     // V' left out (an empty output name): X' and H' are the same.
     Graph gr;
@@ -170,8 +162,8 @@ TEST_CASE("Adam: bias correction from T > 0, post-update decay, an output left o
     Executor ex(gr);
     auto two = ex.run(feeds);
     REQUIRE(two.size() == 2);
-    check_close(two[0], xw, 3e-6);
-    check_close(two[1], hw, 3e-6);
+    oat_test::check_close_to(two[0], xw, 3e-6);
+    oat_test::check_close_to(two[1], hw, 3e-6);
   }
 }
 

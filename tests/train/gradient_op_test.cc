@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "close_to.h"
 #include "gradient_op_model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
@@ -17,15 +18,6 @@
 using namespace oat;
 
 namespace {
-
-void check_close(const Tensor& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i)
-    CHECK_MESSAGE(std::abs(got.item_as_double(static_cast<int64_t>(i)) - want[i]) <=
-                      tol * (1 + std::abs(want[i])),
-                  "element ", i, ": ", got.item_as_double(static_cast<int64_t>(i)), " vs ",
-                  want[i]);
-}
 
 std::string error_of(const Graph& g, const std::map<std::string, Tensor>& feeds) {
   try {
@@ -49,8 +41,8 @@ TEST_CASE("Gradient: d(sum y)/dx at the node's inputs, zeros where y does not re
   m.expected(da, dw);
   CHECK(out[1].shape() == m.a.shape());
   CHECK(out[2].shape() == m.w.shape());
-  check_close(out[1], da, 1e-5);
-  check_close(out[2], dw, 1e-5);
+  oat_test::check_close_to(out[1], da, 1e-5);
+  oat_test::check_close_to(out[2], dw, 1e-5);
   CHECK(out[3].shape() == m.q.shape());
   CHECK(out[3].dtype() == DType::F32);
   for (float v : out[3].to_float_vector()) CHECK(v == 0.0f);

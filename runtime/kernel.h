@@ -130,6 +130,14 @@ class KernelContext {
   bool input_donated(int i) const {
     return i < static_cast<int>(donated_.size()) && donated_[static_cast<size_t>(i)];
   }
+  // Whether input i is a constant of the executor (an initializer the run was not fed, or a
+  // Constant node's value): the same storage, never written, for the executor's life, so a
+  // kernel may keep what it derives from it (Winograd's transformed filters) across runs,
+  // holding the storage to know it again.
+  bool input_constant(int i) const {
+    return i < static_cast<int>(constant_.size()) && constant_[static_cast<size_t>(i)];
+  }
+  void set_constant_inputs(std::vector<bool> constant) { constant_ = std::move(constant); }
   // Output o = donated input i (the same storage; the kernel then writes it in place, as the
   // optimizer updates do with the parameter and its moments). Requires input_donated(i).
   Tensor& reuse_input(int i, int o);
@@ -144,6 +152,7 @@ class KernelContext {
   Device device_;
   DeviceContext* device_context_;
   std::vector<bool> donated_;
+  std::vector<bool> constant_;
 };
 
 class OpKernel {

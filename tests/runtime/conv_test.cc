@@ -251,6 +251,46 @@ TEST_CASE("Conv matches the direct definition (float32)") { run_conv_cases<float
 
 TEST_CASE("Conv matches the direct definition (float64)") { run_conv_cases<double>(1e-11); }
 
+TEST_CASE("Conv keeps Winograd's filters of a constant W, and not of a fed one") {
+  // 3x3, stride 1, 16 channels: the Winograd path. W is an initializer; a run that feeds W
+  // another value must use that value (no kept filters), and the next unfed run W again.
+  std::mt19937 rng(11);
+  const Tensor x = random_tensor<float>({2, 16, 6, 6}, rng);
+  const Tensor w1 = random_tensor<float>({16, 16, 3, 3}, rng);
+  const Tensor w2 = random_tensor<float>({16, 16, 3, 3}, rng);
+  const std::map<std::string, Attribute> attrs = {{"pads", attr_ints({1, 1, 1, 1})}};
+  const Tensor want1 = run_op("Conv", attrs, {x, w1});  // fed: transformed per run
+  const Tensor want2 = run_op("Conv", attrs, {x, w2});
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs.push_back(ValueInfo{"x", DType::F32, std::nullopt});
+  g.initializers["W"] = w1;
+  Node n;
+  n.name = "conv";
+  n.op_type = "Conv";
+  n.op = OpId::Conv;
+  n.opset = 13;
+  n.inputs = {"x", "W"};
+  n.outputs = {"y"};
+  n.attrs = attrs;
+  g.nodes.push_back(n);
+  g.outputs.push_back(ValueInfo{"y", DType::Undefined, std::nullopt});
+  Executor ex(g);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.to_float_vector() == b.to_float_vector();
+  };
+  CHECK(same(ex.run({{"x", x}})[0], want1));
+  CHECK(same(ex.run({{"x", x}})[0], want1));  // the kept filters
+  CHECK(same(ex.run({{"x", x}, {"W", w2}})[0], want2));
+  CHECK(same(ex.run({{"x", x}})[0], want1));
+  // A fed W changed in place between runs (the same storage, as a trainer's parameter) is
+  // transformed again: its filters are never kept.
+  Tensor fed = w2.clone();
+  CHECK(same(ex.run({{"x", x}, {"W", fed}})[0], want2));
+  std::copy_n(w1.data<float>(), w1.numel(), fed.data<float>());
+  CHECK(same(ex.run({{"x", x}, {"W", fed}})[0], want1));
+}
+
 TEST_CASE("Conv: errors name the node and the shapes") {
   Tensor X(DType::F32, {1, 3, 5, 5});
   Tensor W(DType::F32, {2, 2, 3, 3});  // 2 input channels, X has 3

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_geometry.h"
@@ -196,14 +197,21 @@ WinogradBlock<T> winograd_block(const T* x, int64_t C, int64_t M, const Window3&
   return k;
 }
 
+// The transformed filters of W [M, C, 3, 3]: 16 matrices [M, C], winograd_stride(M·C) apart.
 template <class T>
-void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
-                   const Window3& w, int64_t threads) {
+std::unique_ptr<HostBuffer<T>> winograd_filters(const T* wt, int64_t M, int64_t C) {
+  auto U = std::make_unique<HostBuffer<T>>(static_cast<size_t>(16 * winograd_stride(M * C)));
+  winograd_filter_transform(wt, M, C, U->data());
+  return U;
+}
+
+// Y = conv(X, W) + bias with W's transformed filters U (winograd_filters).
+template <class T>
+void conv_winograd_u(const T* x, const T* U, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
+                     const Window3& w, int64_t threads) {
   const int64_t OH = w.out[1], OW = w.out[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, per_image = TH * TW, tiles = N * per_image;
   const int64_t su = winograd_stride(M * C);
-  HostBuffer<T> U(static_cast<size_t>(16 * su));
-  winograd_filter_transform(wt, M, C, U.data());
 
   int64_t blocks = 0;
   const int64_t B = winograd_block_width(tiles, C, M, threads, &blocks);
@@ -211,7 +219,7 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   auto block = [&](int64_t b) {
     const auto [nt, sv, sm, runs, V, Mx] = winograd_block(x, C, M, w, b, B, tiles, per_image, TW);
     for (int xi = 0; xi < 16; ++xi)  // Mx_ξ = U_ξ · V_ξ (written, not added: no pass to zero Mx)
-      strided_gemm(U.data() + xi * su, C, false, V + xi * sv, nt, false, Mx + xi * sm, nt, M, nt, C,
+      strided_gemm(U + xi * su, C, false, V + xi * sv, nt, false, Mx + xi * sm, nt, M, nt, C,
                    false);
     // Y = Aᵀ Mx A + bias: tile k's 2x2 values into o[(2i + j)·nt + k], in lanes over all the
     // block's tiles (a run has only 7 of a 14x14 output), then each run interleaved into Y's
@@ -256,6 +264,14 @@ void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int6
   } else {
     for (int64_t b = 0; b < blocks; ++b) block(b);  // gemm_accumulate threads the GEMMs
   }
+}
+
+// The same from W itself (its filters transformed for this call).
+template <class T>
+void conv_winograd(const T* x, const T* wt, const T* bias, T* y, int64_t N, int64_t C, int64_t M,
+                   const Window3& w, int64_t threads) {
+  const auto U = winograd_filters(wt, M, C);
+  conv_winograd_u(x, U->data(), bias, y, N, C, M, w, threads);
 }
 
 }  // namespace oat::cpu

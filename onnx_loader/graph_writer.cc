@@ -65,6 +65,17 @@ void attribute_to_proto(const std::string& name, const Attribute& a, onnx::Attri
       p->set_type(A::GRAPHS);
       for (const auto& sg : a.graphs) graph_to_proto(*sg, p->add_graphs());
       break;
+    case K::TypeProto: {  // Optional's `type`: written as it was read (value_info_to_proto)
+      p->set_type(A::TYPE_PROTO);
+      ValueInfo v;
+      v.kind = a.type_kind;
+      v.inner = a.type_inner;
+      v.dtype = a.type_elem;
+      onnx::ValueInfoProto vp;
+      value_info_to_proto(v, &vp);
+      *p->mutable_tp() = vp.type();
+      break;
+    }
     default:
       throw Error(cat(n.describe(), ": attribute '", name, "' of kind ",
                       attribute_kind_name(a.kind), " cannot be written"));

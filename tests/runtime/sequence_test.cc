@@ -9,6 +9,8 @@
 #include <filesystem>
 
 #include "node_builder.h"
+#include "onnx_loader/graph_writer.h"
+#include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/executor.h"
 #include "single_node.h"
@@ -215,4 +217,37 @@ TEST_CASE("sequence and optional values round-trip through their .pb files") {
   CHECK_THROWS_WITH(onnx_loader::read_value_pb((dir / "t.pb").string(), ValueKind::Optional),
                     doctest::Contains("t.pb"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("a graph with sequences and an empty Optional is written, checked, loaded and run") {
+  // x -> SplitToSequence (chunks of 2) -> SequenceLength; an empty optional(sequence(float))
+  // -> OptionalHasElement. The writer keeps the sequence output's type and Optional's `type`.
+  Attribute type;
+  type.kind = Attribute::Kind::TypeProto;
+  type.type_kind = ValueKind::Sequence;
+  type.type_elem = DType::F32;
+  Graph g;
+  g.name = "seq";
+  g.opsets[""] = 15;
+  ValueInfo x{"x", DType::F32, std::vector<Dim>{Dim{5, ""}}};
+  g.inputs = {x};
+  ValueInfo s{"s", DType::F32, std::nullopt};
+  s.kind = ValueKind::Sequence;
+  g.outputs = {s, ValueInfo{"n", DType::I64, std::vector<Dim>{}},
+               ValueInfo{"h", DType::Bool, std::vector<Dim>{}}};
+  g.initializers["k"] = pos(2);
+  g.nodes = {make_node("split", "SplitToSequence", {"x", "k"}, "s", {}, 15),
+             make_node("len", "SequenceLength", {"s"}, "n", {}, 15),
+             make_node("none", "Optional", {}, "o", {{"type", type}}, 15),
+             make_node("has", "OptionalHasElement", {"o"}, "h", {}, 15)};
+  const std::string bytes = onnx_loader::serialize_graph(g);  // runs the ONNX checker
+  onnx_loader::Model m = onnx_loader::load_model_from_bytes(bytes, "");
+  CHECK(m.graph.outputs[0].kind == ValueKind::Sequence);
+  CHECK(m.graph.outputs[0].type_string() == "sequence(float32)");
+  Executor ex(m.graph);
+  auto out = ex.run({{"x", oat_test::iota_f({5})}});
+  REQUIRE(out[0].items().size() == 3);
+  CHECK(out[0].items()[2].to_float_vector() == std::vector<float>{4});
+  CHECK(out[1].item_as_int() == 3);
+  CHECK(out[2].item_as_int() == 0);
 }

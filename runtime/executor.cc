@@ -560,13 +560,17 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
                       std::move(donated_in));
     // Inputs that are this executor's constants (initializers not fed in this run, Constant
     // nodes' values): their storage is held by constants_ and never written.
-    std::vector<bool> constant_in(s.in.size(), false);
+    // Flagged only for nodes that read one (weights), so most nodes allocate nothing here.
+    std::vector<bool> constant_in;
     for (size_t k = 0; k < s.in.size(); ++k) {
       const int slot = s.in[k];
-      constant_in[k] = slot >= 0 && constants_[static_cast<size_t>(slot)].defined() &&
-                       !fed[static_cast<size_t>(slot)] && in[k] == &values[slot];
+      if (slot < 0 || !constants_[static_cast<size_t>(slot)].defined() ||
+          fed[static_cast<size_t>(slot)] || in[k] != &values[slot])
+        continue;
+      constant_in.resize(s.in.size(), false);
+      constant_in[k] = true;
     }
-    ctx.set_constant_inputs(std::move(constant_in));
+    if (!constant_in.empty()) ctx.set_constant_inputs(std::move(constant_in));
     // A node of a composite's expansion is named through the composite, the node the model has:
     // "node 'scat' (ScatterND), in its expansion: node 'scat/rows' (GatherGrad, ...): ...".
     auto in_composite = [&](const std::string& msg) {

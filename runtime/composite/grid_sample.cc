@@ -36,22 +36,11 @@
 // are cast to X's type; the sum runs in X's type.
 #include "runtime/composite/expanders.h"
 #include "runtime/error.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::composite {
 
 namespace {
-
-// The ONNX TensorProto code of a type, for Cast's `to`.
-int64_t onnx_code(DType t) {
-  switch (t) {
-    case DType::F32: return 1;
-    case DType::F16: return 10;
-    case DType::BF16: return 16;
-    case DType::F64: return 11;
-    case DType::I64: return 7;
-    default: return 0;
-  }
-}
 
 struct GS {
   Expansion& e;
@@ -126,8 +115,8 @@ void expand_grid_sample(Expansion& e) {
                   "H*W>2^24");
   std::string grid_c = grid;
   if (grid_t != g.gt)
-    grid_c = g.op("Cast", {grid}, "grid_coord_type", g.gt,
-                  {{"to", int_attribute(onnx_code(g.gt))}});
+    grid_c =
+        g.op("Cast", {grid}, "grid_coord_type", g.gt, {{"to", int_attribute(onnx_code_of(g.gt))}});
 
   // Sizes: Shape(X)[axis] as int64 and grid-typed scalars.
   const std::string xshape = g.op("Shape", {x}, "x_shape", DType::I64);
@@ -136,8 +125,8 @@ void expand_grid_sample(Expansion& e) {
     ax.name = name;
     ax.s_i64 = g.op("Gather", {xshape, e.ints({a}, name + "_axis", true)}, name + "_size_i64",
                     DType::I64);
-    ax.s = g.op("Cast", {ax.s_i64}, name + "_size", g.gt,
-                {{"to", int_attribute(onnx_code(g.gt))}});
+    ax.s =
+        g.op("Cast", {ax.s_i64}, name + "_size", g.gt, {{"to", int_attribute(onnx_code_of(g.gt))}});
     ax.s_minus_1 = g.f("Sub", {ax.s, g.k(1, name + "_one")}, name + "_size_minus_1");
     return ax;
   };
@@ -300,15 +289,14 @@ void expand_grid_sample(Expansion& e) {
         w = b.w;
       if (!a.valid.empty()) {
         const std::string ok = g.op("And", {a.valid, b.valid}, tag + "_valid", DType::Bool);
-        const std::string m = g.op("Cast", {ok}, tag + "_mask", g.gt,
-                                   {{"to", int_attribute(onnx_code(g.gt))}});
+        const std::string m =
+            g.op("Cast", {ok}, tag + "_mask", g.gt, {{"to", int_attribute(onnx_code_of(g.gt))}});
         w = w.empty() ? m : g.f("Mul", {w, m}, tag + "_w_masked");
       }
       std::string term = v;
       if (!w.empty()) {
         if (g.gt != g.xt)
-          w = g.op("Cast", {w}, tag + "_w_x", g.xt,
-                   {{"to", int_attribute(onnx_code(g.xt))}});
+          w = g.op("Cast", {w}, tag + "_w_x", g.xt, {{"to", int_attribute(onnx_code_of(g.xt))}});
         term = g.op("Mul", {v, w}, tag + "_term", g.xt);
       }
       acc = acc.empty() ? term : g.op("Add", {acc, term}, tag + "_sum", g.xt);

@@ -26,6 +26,7 @@
 
 #include "runtime/composite/expanders.h"
 #include "runtime/error.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::composite {
 
@@ -95,8 +96,7 @@ class Optimizer {
  private:
   std::string cast(const std::string& v, const std::string& tag) {
     if (e_.dtype(v) == type_) return v;
-    return e_.add1("Cast", {v}, tag + "_cast",
-                   {{"to", int_attribute(type_ == DType::F64 ? 11 : 1)}});  // DOUBLE | FLOAT
+    return e_.add1("Cast", {v}, tag + "_cast", {{"to", int_attribute(onnx_code_of(type_))}});
   }
 
   Expansion& e_;

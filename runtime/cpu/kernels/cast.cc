@@ -17,6 +17,7 @@
 
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::cpu {
 
@@ -35,30 +36,9 @@ DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
     throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
                       cat(n.op_type, "(to=", a->s, ")"));
   }
-  switch (a->i) {
-    case 1:
-      return DType::F32;
-    case 2:
-      return DType::U8;
-    case 3:
-      return DType::I8;
-    case 6:
-      return DType::I32;
-    case 7:
-      return DType::I64;
-    case 9:
-      return DType::Bool;
-    case 10:
-      return DType::F16;
-    case 11:
-      return DType::F64;
-    case 16:
-      return DType::BF16;
-    case 8:
-      throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
-    default:
-      break;
-  }
+  if (const std::optional<DType> t = dtype_of_onnx_code(a->i)) return *t;
+  if (a->i == 8)
+    throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
   throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
                     cat(n.op_type, "(to=", a->i, ")"));
 }

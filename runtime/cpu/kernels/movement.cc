@@ -21,6 +21,58 @@ std::pair<int64_t, int64_t> outer_inner(const Shape& s, int axis) {
   return {outer, inner};
 }
 
+}  // namespace
+
+void concat_blocks(const std::vector<const Tensor*>& xs, int axis, Tensor& y) {
+  if (y.numel() == 0) return;
+  const int n = static_cast<int>(xs.size());
+  const auto [outer, inner] = outer_inner(y.shape(), axis);
+  const size_t es = dtype_size(y.dtype());
+  std::vector<size_t> block(n), prefix(n + 1, 0);  // bytes per outer row of each input
+  std::vector<const char*> src(n);
+  for (int i = 0; i < n; ++i) {
+    block[i] = static_cast<size_t>(xs[i]->shape()[axis] * inner) * es;
+    prefix[i + 1] = prefix[i] + block[i];
+    src[i] = static_cast<const char*>(xs[i]->raw_data());
+  }
+  char* dst = static_cast<char*>(y.raw_data());
+  const size_t row = prefix[n];
+  parallel_chunks(outer * n, static_cast<int64_t>(y.nbytes()) >= kParallelBytes,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t u = begin; u < end; ++u) {
+                      const int64_t o = u / n, i = u % n;
+                      if (block[i])
+                        std::memcpy(dst + o * row + prefix[i], src[i] + o * block[i], block[i]);
+                    }
+                  });
+}
+
+void split_blocks(const Tensor& x, int axis, const std::vector<int64_t>& sizes,
+                  const std::vector<Tensor*>& ys) {
+  const int n = static_cast<int>(sizes.size());
+  const auto [outer, inner] = outer_inner(x.shape(), axis);
+  const size_t es = dtype_size(x.dtype());
+  const size_t row = static_cast<size_t>(x.shape()[axis] * inner) * es;
+  std::vector<char*> dst(n, nullptr);
+  std::vector<size_t> block(n), prefix(n + 1, 0);
+  for (int k = 0; k < n; ++k) {
+    block[k] = static_cast<size_t>(sizes[k] * inner) * es;
+    prefix[k + 1] = prefix[k] + block[k];
+    if (ys[k]) dst[k] = static_cast<char*>(ys[k]->raw_data());
+  }
+  const char* src = static_cast<const char*>(x.raw_data());
+  parallel_chunks(outer * n, static_cast<int64_t>(x.nbytes()) >= kParallelBytes,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t u = begin; u < end; ++u) {
+                      const int64_t o = u / n, k = u % n;
+                      if (dst[k] && block[k])
+                        std::memcpy(dst[k] + o * block[k], src + o * row + prefix[k], block[k]);
+                    }
+                  });
+}
+
+namespace {
+
 // Concat: Y = [X_0 | X_1 | ...] along `axis` (negative counts from the end; default 1 before
 // opset 4). All inputs have one dtype and equal dims except `axis`.
 class ConcatKernel : public OpKernel {
@@ -46,26 +98,9 @@ class ConcatKernel : public OpKernel {
       out[axis] += xi.shape()[axis];
     }
     Tensor& y = ctx.allocate_output(0, x0.dtype(), out);
-    if (y.numel() == 0) return;
-    const auto [outer, inner] = outer_inner(out, axis);
-    const size_t es = dtype_size(x0.dtype());
-    std::vector<size_t> block(n), prefix(n + 1, 0);  // bytes per outer row of each input
-    std::vector<const char*> src(n);
-    for (int i = 0; i < n; ++i) {
-      block[i] = static_cast<size_t>(ctx.input(i).shape()[axis] * inner) * es;
-      prefix[i + 1] = prefix[i] + block[i];
-      src[i] = static_cast<const char*>(ctx.input(i).raw_data());
-    }
-    char* dst = static_cast<char*>(y.raw_data());
-    const size_t row = prefix[n];
-    parallel_chunks(outer * n, static_cast<int64_t>(y.nbytes()) >= kParallelBytes,
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t u = begin; u < end; ++u) {
-                        const int64_t o = u / n, i = u % n;
-                        if (block[i])
-                          std::memcpy(dst + o * row + prefix[i], src[i] + o * block[i], block[i]);
-                      }
-                    });
+    std::vector<const Tensor*> xs;
+    for (int i = 0; i < n; ++i) xs.push_back(&ctx.input(i));
+    concat_blocks(xs, axis, y);
   }
 
  private:
@@ -113,28 +148,14 @@ class SplitKernel : public OpKernel {
     if (static_cast<int>(sizes.size()) != n || total != dim)
       ctx.fail(cat("split ", shape_str(sizes), " does not divide axis ", axis, " of ",
                    shape_str(x.shape()), " into ", n, " outputs"));
-    const auto [outer, inner] = outer_inner(x.shape(), axis);
-    const size_t es = dtype_size(x.dtype());
-    const size_t row = static_cast<size_t>(dim * inner) * es;
-    std::vector<char*> dst(n, nullptr);
-    std::vector<size_t> block(n), prefix(n + 1, 0);
+    std::vector<Tensor*> ys(n, nullptr);
     for (int k = 0; k < n; ++k) {
+      if (!ctx.output_requested(k)) continue;
       Shape s = x.shape();
       s[axis] = sizes[k];
-      block[k] = static_cast<size_t>(sizes[k] * inner) * es;
-      prefix[k + 1] = prefix[k] + block[k];
-      if (ctx.output_requested(k))
-        dst[k] = static_cast<char*>(ctx.allocate_output(k, x.dtype(), s).raw_data());
+      ys[k] = &ctx.allocate_output(k, x.dtype(), s);
     }
-    const char* src = static_cast<const char*>(x.raw_data());
-    parallel_chunks(outer * n, static_cast<int64_t>(x.nbytes()) >= kParallelBytes,
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t u = begin; u < end; ++u) {
-                        const int64_t o = u / n, k = u % n;
-                        if (dst[k] && block[k])
-                          std::memcpy(dst[k] + o * block[k], src + o * row + prefix[k], block[k]);
-                      }
-                    });
+    split_blocks(x, axis, sizes, ys);
   }
 
  private:

@@ -25,6 +25,14 @@ void register_trilu(KernelRegistry& r);      // kernels/trilu.cc: Trilu
 // Part of register_generator() (kernels/generator.cc).
 void register_cast(KernelRegistry& r);  // kernels/cast.cc: Cast CastLike
 
+// The byte copies of Concat and Split (movement.cc), shared with ConcatFromSequence and
+// SplitToSequence (sequence.cc). concat_blocks: Y (allocated, its shape the inputs' with their
+// `axis` sizes summed) = [X_0 | X_1 | ...] along axis. split_blocks: ys[k] (allocated with
+// sizes[k] along axis; nullptr: not wanted) = X's slice k along axis; the sizes sum to its dim.
+void concat_blocks(const std::vector<const Tensor*>& xs, int axis, Tensor& y);
+void split_blocks(const Tensor& x, int axis, const std::vector<int64_t>& sizes,
+                  const std::vector<Tensor*>& ys);
+
 // Copies below this many bytes stay on one thread: starting a parallel region costs more.
 constexpr int64_t kParallelBytes = int64_t{1} << 16;
 

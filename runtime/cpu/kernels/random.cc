@@ -49,6 +49,7 @@
 #include "runtime/cpu/kernels/philox.h"
 #include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cpu/register.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::cpu {
 
@@ -96,23 +97,8 @@ inline double uniform01(std::mt19937_64& g) {
 
 // TensorProto code -> DType for the float generators (and Bernoulli's wider set).
 DType dtype_code(const Node& n, int64_t code, bool allow_non_float) {
-  switch (code) {
-    case 1: return DType::F32;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 16: return DType::BF16;
-    default: break;
-  }
-  if (allow_non_float) {
-    switch (code) {
-      case 2: return DType::U8;
-      case 3: return DType::I8;
-      case 6: return DType::I32;
-      case 7: return DType::I64;
-      case 9: return DType::Bool;
-      default: break;
-    }
-  }
+  const std::optional<DType> t = dtype_of_onnx_code(code);
+  if (t && (allow_non_float || is_floating(*t))) return *t;
   throw Unsupported(cat(n.describe(), ": output dtype code ", code, " is not supported"),
                     cat(n.op_type, "(dtype=", code, ")"));
 }

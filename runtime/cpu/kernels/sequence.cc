@@ -17,9 +17,11 @@
 // OptionalGetElement(O) -> the value O holds (an error when empty); a tensor or sequence itself
 //
 // Positions are int32 or int64 scalars (or one-element tensors), negative ones count from the end.
-#include <cstring>
+#include <optional>
 
+#include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::cpu {
 
@@ -56,28 +58,9 @@ int64_t position(const KernelContext& ctx, int i, int64_t n, int64_t lo, int64_t
 }
 
 DType onnx_attr_dtype(const KernelContext& ctx, int64_t code) {
-  switch (code) {
-    case 1:
-      return DType::F32;
-    case 10:
-      return DType::F16;
-    case 16:
-      return DType::BF16;
-    case 11:
-      return DType::F64;
-    case 7:
-      return DType::I64;
-    case 6:
-      return DType::I32;
-    case 3:
-      return DType::I8;
-    case 2:
-      return DType::U8;
-    case 9:
-      return DType::Bool;
-    default:
-      ctx.fail(cat("dtype ", code, " is not a type this runtime stores"));
-  }
+  const std::optional<DType> t = dtype_of_onnx_code(code);
+  if (!t) ctx.fail(cat("dtype ", code, " is not a type this runtime stores"));
+  return *t;
 }
 
 void sequence_empty(KernelContext& ctx) {
@@ -133,23 +116,6 @@ void sequence_length(KernelContext& ctx) {
   ctx.set_output(0, Tensor::scalar<int64_t>(static_cast<int64_t>(s.items().size())));
 }
 
-// Rows [begin, begin + len) of X along `axis`, as a tensor of X's rank (copied).
-Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t len) {
-  Shape shape = x.shape();
-  shape[static_cast<size_t>(axis)] = len;
-  Tensor y(x.dtype(), shape);
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(x.dtype()));
-  for (int d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
-  const auto* src = static_cast<const char*>(x.raw_data());
-  auto* dst = static_cast<char*>(y.raw_data());
-  const int64_t dim = x.dim(axis);
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(dst + o * len * inner, src + (o * dim + begin) * inner,
-                static_cast<size_t>(len * inner));
-  return y;
-}
-
 void split_to_sequence(KernelContext& ctx) {
   const Tensor& x = tensor_input(ctx, 0);
   const int r = x.rank();
@@ -181,17 +147,21 @@ void split_to_sequence(KernelContext& ctx) {
     }
   }
   std::vector<Tensor> items;
-  int64_t at = 0;
+  std::vector<Tensor*> pieces;
+  items.reserve(lengths.size());
   for (int64_t l : lengths) {
-    Tensor piece = slice_axis(x, a, at, l);
-    at += l;
-    if (squeeze) {
+    Shape s = x.shape();
+    s[static_cast<size_t>(a)] = l;
+    items.emplace_back(x.dtype(), s);
+    pieces.push_back(&items.back());
+  }
+  split_blocks(x, a, lengths, pieces);  // Split's copy (movement.cc)
+  if (squeeze)
+    for (Tensor& piece : items) {
       Shape s = piece.shape();
       s.erase(s.begin() + a);
       piece = piece.reshaped(s);
     }
-    items.push_back(std::move(piece));
-  }
   ctx.set_output(0, Tensor::sequence(x.dtype(), std::move(items)));
 }
 
@@ -229,20 +199,9 @@ void concat_from_sequence(KernelContext& ctx) {
     out[static_cast<size_t>(a)] += sh[static_cast<size_t>(a)];
     parts.push_back(items[k].reshaped(sh));
   }
-  Tensor& y = ctx.allocate_output(0, s.dtype(), out);
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(s.dtype()));
-  for (int d = 0; d < a; ++d) outer *= out[static_cast<size_t>(d)];
-  for (int d = a + 1; d < out_rank; ++d) inner *= out[static_cast<size_t>(d)];
-  auto* dst = static_cast<char*>(y.raw_data());
-  const int64_t row = out[static_cast<size_t>(a)] * inner;
-  int64_t offset = 0;
-  for (const Tensor& p : parts) {
-    const int64_t chunk = p.dim(a) * inner;
-    const auto* src = static_cast<const char*>(p.raw_data());
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + o * row + offset, src + o * chunk, static_cast<size_t>(chunk));
-    offset += chunk;
-  }
+  std::vector<const Tensor*> xs;
+  for (const Tensor& p : parts) xs.push_back(&p);
+  concat_blocks(xs, a, ctx.allocate_output(0, s.dtype(), out));  // Concat's copy (movement.cc)
 }
 
 void optional(KernelContext& ctx) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/cpu/register.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::cpu {
 
@@ -30,18 +31,10 @@ namespace {
 // ONNX TensorProto.DataType codes of the dtypes the runtime stores.
 DType output_dtype(const KernelContext& ctx) {
   const int64_t code = ctx.node().attr_int("output_datatype", 1);
-  switch (code) {
-    case 1: return DType::F32;
-    case 2: return DType::U8;
-    case 3: return DType::I8;
-    case 6: return DType::I32;
-    case 7: return DType::I64;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 16: return DType::BF16;
-    default:
-      ctx.fail(cat("output_datatype ", code, " is not a type the runtime stores"));
-  }
+  const std::optional<DType> t = dtype_of_onnx_code(code);
+  if (!t || *t == DType::Bool)  // the spec's types are numeric
+    ctx.fail(cat("output_datatype ", code, " is not a type the runtime stores"));
+  return *t;
 }
 
 int64_t scalar_int(const KernelContext& ctx, int i, const char* what) {

@@ -6,11 +6,12 @@
 #include <limits>
 
 #include "runtime/cpu/broadcast.h"
-#include "runtime/cuda/kernels/common.h"
-#include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
+#include "runtime/cuda/kernels/common.h"
+#include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
+#include "runtime/onnx_type_code.h"
 
 namespace oat::cuda {
 
@@ -140,18 +141,7 @@ DType cast_target(const Node& n) {
   const Attribute* a = n.attr("to");
   if (!a || a->kind != Attribute::Kind::Int)
     throw Error(cat(n.describe(), ": 'to' must be an integer TensorProto data type"));
-  switch (a->i) {
-    case 1: return DType::F32;
-    case 2: return DType::U8;
-    case 3: return DType::I8;
-    case 6: return DType::I32;
-    case 7: return DType::I64;
-    case 9: return DType::Bool;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 16: return DType::BF16;
-    default: break;
-  }
+  if (const std::optional<DType> t = dtype_of_onnx_code(a->i)) return *t;
   throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
                     cat(n.op_type, "(to=", a->i, ")"));
 }

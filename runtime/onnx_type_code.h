@@ -1,0 +1,67 @@
+// ONNX TensorProto.DataType codes of the element types the runtime stores, both ways, for the
+// attributes that name a type by its code (Cast's `to`, the generators' `dtype`,
+// SequenceEmpty's `dtype`, the windows' `output_datatype`) and for the nodes passes write.
+// (onnx_loader/proto_convert.h maps the same codes with protobuf's enum, for tensors.)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "runtime/dtype.h"
+
+namespace oat {
+
+// The DType of a code, nothing for a type the runtime does not store (string, uint16, ...).
+inline std::optional<DType> dtype_of_onnx_code(int64_t code) {
+  switch (code) {
+    case 1:
+      return DType::F32;
+    case 2:
+      return DType::U8;
+    case 3:
+      return DType::I8;
+    case 6:
+      return DType::I32;
+    case 7:
+      return DType::I64;
+    case 9:
+      return DType::Bool;
+    case 10:
+      return DType::F16;
+    case 11:
+      return DType::F64;
+    case 16:
+      return DType::BF16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The code of a stored DType (0, UNDEFINED, for DType::Undefined).
+inline int64_t onnx_code_of(DType t) {
+  switch (t) {
+    case DType::F32:
+      return 1;
+    case DType::U8:
+      return 2;
+    case DType::I8:
+      return 3;
+    case DType::I32:
+      return 6;
+    case DType::I64:
+      return 7;
+    case DType::Bool:
+      return 9;
+    case DType::F16:
+      return 10;
+    case DType::F64:
+      return 11;
+    case DType::BF16:
+      return 16;
+    case DType::Undefined:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace oat

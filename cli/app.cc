@@ -53,14 +53,12 @@ int run_main(int argc, char** argv) {
   auto* infer_cmd = app.add_subcommand(
       "infer", "Run a model on inputs (.npy or TensorProto .pb) and write output_<k>.pb files");
   infer_cmd->add_option("model", infer.model, "ONNX model file")->required();
-  infer_cmd
-      ->add_option(
-          "-i,--input", infer.inputs,
-          "Input as [NAME=]FILE (.npy or .pb). Without NAME, a .pb's stored name or a "
-          ".npy's file stem binds it to the input of that name, else inputs bind in order. A "
-          "sequence or optional input is given as NAME=FILE.pb (a SequenceProto or "
-          "OptionalProto)")
-      ->required();
+  infer_cmd->add_option(
+      "-i,--input", infer.inputs,
+      "Input as [NAME=]FILE (.npy or .pb). Without NAME, a .pb's stored name or a "
+      ".npy's file stem binds it to the input of that name, else inputs bind in order. A "
+      "sequence or optional input is given as NAME=FILE.pb (a SequenceProto or "
+      "OptionalProto). A model without inputs needs none");
   infer_cmd
       ->add_option("-o,--output-dir", infer.out_dir,
                    "Folder for output_<k>.pb (ONNX test_data_set layout); created if missing")

@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "onnx_loader/isolated_inference.h"
 #include "onnx_loader/proto_convert.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/shape_fold.h"
@@ -197,7 +198,7 @@ void infer_shapes(onnx::ModelProto& proto, Model& model) {
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), opts);
+    infer_shapes_isolated(copy, opts);
   } catch (const std::exception& e) {
     model.warnings.push_back(cat("shape inference failed: ", e.what()));
     return;
@@ -361,7 +362,7 @@ void refine_shapes(Graph& g) {
       return;  // the kernel names the node at run time
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), opts);
+    infer_shapes_isolated(m, opts);
   } catch (const std::exception&) {
     return;  // what was known stays
   }
@@ -609,7 +610,7 @@ void check_strictly(onnx::ModelProto& proto, const std::string& out_path) {
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1,
                                      /*enable_data_propagation=*/false};
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), opts);
+    infer_shapes_isolated(copy, opts);
   } catch (const std::exception& e) {
     throw Error(cat(out_path, ": not written, ONNX type inference rejects the model: ", e.what()));
   }

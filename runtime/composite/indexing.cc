@@ -30,14 +30,15 @@
 // the scatter-add into zeros (sa(u)[.., idx[p], ..] += u[p]):
 //   reduction add:  Y = data + sa(updates)
 //   reduction none: Y = Where(sa(ones) > 0, sa(updates), data)
+//   reduction mul, max, min: Y = ScatterReduce(data, indices, updates, axis, reduction)
 // ONNX leaves duplicate indices undefined for none: here duplicates add their updates (ONNX
-// Runtime keeps the last). mul, max and min are not supported. Float data only (the scatter-adds
-// have float kernels).
+// Runtime keeps the last). Float data only (the scatter kernels are float-only).
 //
 // ScatterND (opsets 11, 13, 16, 18): data [d0, ..., d_{r-1}], indices [..., k], updates
 // indices.shape[:-1] + data.shape[k:]; flat and lin as GatherND's with b = 0, and
 // sa(u) = Reshape(GatherGrad(u, shape(flat), lin, axis 0), shape(data)):
 //   add:  Y = data + sa(updates);   none: Y = Where(sa(ones) > 0, sa(updates), data)
+//   mul, max, min: ScatterReduce on the flat form (expand_scatter_nd_reduce)
 // (duplicates as ScatterElements).
 //
 // ReverseSequence (opset 10): X [T, B, ...] (time_axis 0, batch_axis 1) or [B, T, ...] (1, 0),
@@ -120,14 +121,12 @@ std::string wrap_negative(Expansion& e, const std::string& i, const std::string&
 }
 
 // The reduction attribute of the scatters: true for add, false for none; fails otherwise.
-bool reduction_add(Expansion& e) {
+// The reduction attribute: "none", "add", or one of ScatterReduce's "mul", "max", "min".
+std::string scatter_reduction(Expansion& e) {
+  if (e.node().op_type == "Scatter") return "none";
   const std::string r = e.node().attr_string("reduction", "none");
-  if (r == "add") return true;
-  if (r == "none") return false;
-  if (r == "mul" || r == "max" || r == "min")
-    e.unsupported(cat("reduction '", r, "' is not supported (none and add are)"),
-                  cat("reduction=", r));
-  e.fail(cat("unknown reduction '", r, "'"));
+  if (r == "none" || r == "add" || r == "mul" || r == "max" || r == "min") return r;
+  e.fail(cat("unknown reduction '", r, "' (none, add, mul, max or min)"));
 }
 
 // The scatters' data must be a float type (the scatter-add kernels are float-only).
@@ -309,10 +308,45 @@ void expand_gather_nd(Expansion& e) {
   e.add_to("Gather", {f.data, f.lin}, {e.output(0)}, "gather", {{"axis", int_attribute(0)}});
 }
 
+// ScatterND with mul/max/min on the flat form, as ScatterReduce along axis 0: with
+// t = rank(data) − k tail dims and N update rows,
+//   rows = Reshape(Expand(Unsqueeze(lin, t trailing axes), shape(updates)), [N, tail...])
+//   Y = Reshape(ScatterReduce(flat, rows, Reshape(updates, [N, tail...]), axis 0), shape(data))
+void expand_scatter_nd_reduce(Expansion& e, const Flat& f, const std::string& red, DType t) {
+  const std::string& data = e.input(0);
+  const std::string& updates = e.input(2);
+  const int64_t r = static_cast<int64_t>(known_shape(e, 0, "data", "").size());
+  const Dims is = known_shape(e, 1, "indices", "");
+  const int64_t q = static_cast<int64_t>(is.size()), k = is.back().value;
+  std::string rows = f.lin;
+  if (r > k) {
+    std::vector<int64_t> trailing;
+    for (int64_t j = q - 1; j < q - 1 + r - k; ++j) trailing.push_back(j);
+    rows = op(e, "Unsqueeze", {rows, e.ints(trailing, "row_axes")}, "rows_nd", DType::I64);
+  }
+  const std::string us = op(e, "Shape", {updates}, "updates_shape", DType::I64);
+  rows = op(e, "Expand", {rows, us}, "rows_full", DType::I64);
+  const std::string tail = dims_of(e, data, k, std::numeric_limits<int64_t>::max(), "tail_dims");
+  const std::string rs = op(e, "Concat", {e.ints({-1}, "any_rows"), tail}, "rows_shape", DType::I64,
+                            {{"axis", int_attribute(0)}});
+  rows = op(e, "Reshape", {rows, rs}, "rows_flat", DType::I64);
+  const std::string u = op(e, "Reshape", {updates, rs}, "updates_flat", t);
+  const std::string y = op(e, "ScatterReduce", {f.data, rows, u}, "scatter_flat", t,
+                           {{"axis", int_attribute(0)}, {"reduction", string_attribute(red)}});
+  const std::string ds = op(e, "Shape", {data}, "data_shape", DType::I64);
+  e.add_to("Reshape", {y, ds}, {e.output(0)}, "scatter");
+}
+
 void expand_scatter_elements(Expansion& e) {
-  const bool add = e.node().op_type == "Scatter" ? false : reduction_add(e);
+  const std::string red = scatter_reduction(e);
   const DType t = scatter_type(e);
   const int64_t axis = e.node().attr_int("axis", 0);
+  if (red != "none" && red != "add") {
+    e.add_to("ScatterReduce", {e.input(0), e.input(1), e.input(2)}, {e.output(0)}, "scatter",
+             {{"axis", int_attribute(axis)}, {"reduction", string_attribute(red)}});
+    return;
+  }
+  const bool add = red == "add";
   const std::string ds = op(e, "Shape", {e.input(0)}, "data_shape", DType::I64);
   finish_scatter(e, add, t, [&](const std::string& u, const std::string& tag) {
     return op(e, "GatherElementsGrad", {u, ds, e.input(1)}, tag, t,
@@ -321,9 +355,14 @@ void expand_scatter_elements(Expansion& e) {
 }
 
 void expand_scatter_nd(Expansion& e) {
-  const bool add = reduction_add(e);
+  const std::string red = scatter_reduction(e);
   const DType t = scatter_type(e);
   const Flat f = flatten_nd(e, 0);
+  if (red != "none" && red != "add") {
+    expand_scatter_nd_reduce(e, f, red, t);
+    return;
+  }
+  const bool add = red == "add";
   const std::string fs = op(e, "Shape", {f.data}, "flat_shape_of", DType::I64);
   const std::string ds = op(e, "Shape", {e.input(0)}, "data_shape", DType::I64);
   finish_scatter(e, add, t, [&](const std::string& u, const std::string& tag) {

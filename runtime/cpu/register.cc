@@ -38,6 +38,7 @@ void register_kernels(KernelRegistry& r) {
   register_grad_conv(r);
   register_grad_norm(r);
   register_grad_movement(r);
+  register_scatter_reduce(r);
   register_optimizer(r);
 }
 

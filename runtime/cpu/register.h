@@ -50,6 +50,7 @@ void register_grad_matmul(KernelRegistry& r);      // kernels/grad_matmul.cc: Ma
 void register_grad_conv(KernelRegistry& r);        // kernels/grad_conv.cc: ConvGrad, pool grads
 void register_grad_norm(KernelRegistry& r);        // kernels/grad_norm.cc: BatchNorm/LayerNorm grads
 void register_grad_movement(KernelRegistry& r);    // kernels/grad_movement.cc: Gather/Slice/Pad grads
+void register_scatter_reduce(KernelRegistry& r);   // kernels/scatter_reduce.cc: ScatterReduce
 void register_optimizer(KernelRegistry& r);        // kernels/optimizer.cc: SGD/Adam updates, scaler
 
 }  // namespace oat::cpu

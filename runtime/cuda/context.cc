@@ -251,7 +251,9 @@ bool reads_on_host(OpId op, int i) {
     case OpId::NegativeLogLikelihoodLossGrad: return i == 1 || i == 2;
     case OpId::ClipGrad: return i >= 2;
     case OpId::AveragePoolGrad: case OpId::GlobalAveragePoolGrad: return i == 1;
-    case OpId::Gather: case OpId::GatherElements:
+    case OpId::Gather:
+    case OpId::GatherElements:
+    case OpId::ScatterReduce:
       return i == 1;  // checked on the host when it is there, then uploaded
     case OpId::Pad: return i >= 1;
     case OpId::Resize: case OpId::Upsample: case OpId::ResizeGrad:

@@ -33,6 +33,7 @@ void register_kernels(KernelRegistry& r) {
   register_roi_align(r);
   register_signal(r);
   register_index_ops(r);
+  register_scatter_reduce(r);
 }
 
 }  // namespace oat::cuda

@@ -37,6 +37,7 @@ void register_quantize(KernelRegistry& r);
 // detection and index ops (NonMaxSuppression, Compress, Unique, Det run on the host: context.cc)
 void register_roi_align(KernelRegistry& r);   // kernels/roi_align.cc: RoiAlign
 void register_signal(KernelRegistry& r);      // kernels/signal.cc: DFT, STFT and their adjoints
+void register_scatter_reduce(KernelRegistry& r);  // kernels/scatter_reduce.cc: ScatterReduce
 void register_index_ops(KernelRegistry& r);   // kernels/index_ops.cc: MaxUnpool BitShift
 
 }  // namespace oat::cuda

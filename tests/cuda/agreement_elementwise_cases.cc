@@ -169,6 +169,17 @@ void add_elementwise_cases(std::vector<Case>& v) {
                16,
                {{"reduction", attr_s("add")}},
                {flt({4, 3}), ints({1, 1, -4}, {3, 1}), flt({3, 3})}});
+  // mul, max, min: ScatterReduce (duplicate targets; ScatterND through its flat form).
+  for (const char* r : {"mul", "max", "min"}) {
+    v.push_back({"ScatterElements",
+                 18,
+                 {{"axis", attr_i(1)}, {"reduction", attr_s(r)}},
+                 {flt({3, 4}), ints({0, 0, -1, 3, 3, 1}, {2, 3}), flt({2, 3})}});
+    v.push_back({"ScatterND",
+                 18,
+                 {{"reduction", attr_s(r)}},
+                 {flt({4, 3, 2}), ints({0, 1, -1, 2, 0, 1}, {3, 2}), flt({3, 2})}});
+  }
   v.push_back({"ReverseSequence", 10, {}, {flt({4, 3, 2}), ints({4, 2, 1})}});
   v.push_back({"ReverseSequence",
                10,

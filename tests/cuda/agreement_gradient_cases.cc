@@ -229,6 +229,26 @@ void add_gradient_cases(std::vector<Case>& v) {
                1,
                {DType::F32, DType::F16, DType::BF16},
                "axis 0"});
+  // ScatterReduce, the internal kernel of the scatters' mul/max/min, with int32 indices too.
+  v.push_back({"ScatterReduce",
+               1,
+               {{"axis", attr_i(1)}, {"reduction", attr_s("max")}},
+               {flt({2, 4}), ints({3, 0, -1, 3, 1, 1, 0, -4}, {2, 4}), flt({2, 4})}});
+  v.push_back({"ScatterReduce",
+               1,
+               {{"reduction", attr_s("mul")}},
+               {flt({3, 2, 2}), ints({2, 0, 1, -1, 2, 0, 2, 1}, {2, 2, 2}), flt({2, 2, 2})}});
+  {
+    In idx32 = ints({0, 2, 2, -1, 1, 0}, {2, 3});
+    idx32.int_type = DType::I32;
+    v.push_back({"ScatterReduce",
+                 1,
+                 {{"axis", attr_i(0)}, {"reduction", attr_s("min")}},
+                 {flt({3, 3}), idx32, flt({2, 3})},
+                 1,
+                 {DType::F32, DType::F16, DType::BF16},
+                 "min, int32"});
+  }
   v.push_back({"PReluGrad", 1, {}, {flt({2, 3, 4, 5}), flt({2, 3, 4, 5}), flt({3, 1, 1})}, 2});
   v.push_back({"PReluGrad",
                1,

@@ -4,6 +4,7 @@
 // data where the kernels allow), and the errors naming the node.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -73,9 +74,19 @@ std::vector<double> gather_nd_ref(const Tensor& data, const Tensor& ind, int64_t
   return y;
 }
 
-// ScatterND by its definition (add: +=, none: =).
+// f(y, u) of a scatter's reduction ("none", "add", "mul", "max", "min"); NaN propagates through
+// max and min.
+double combine(const std::string& r, double y, double u) {
+  if (r == "add") return y + u;
+  if (r == "mul") return y * u;
+  if (r == "max") return (u > y || std::isnan(u)) ? u : y;
+  if (r == "min") return (u < y || std::isnan(u)) ? u : y;
+  return u;
+}
+
+// ScatterND by its definition (add: +=, none: =; or any reduction by name).
 std::vector<double> scatter_nd_ref(const Tensor& data, const Tensor& ind, const Tensor& upd,
-                                   bool add) {
+                                   bool add, const std::string& reduction = "") {
   const Shape& ds = data.shape();
   const int64_t k = ind.shape().back(), n = ind.numel() / k;
   const auto dst = strides_of(ds);
@@ -90,14 +101,16 @@ std::vector<double> scatter_nd_ref(const Tensor& data, const Tensor& ind, const 
       off += v * dst[j];
     }
     for (int64_t t = 0; t < slice; ++t)
-      y[off + t] = (add ? y[off + t] : 0.0) + upd.item_as_double(p * slice + t);
+      y[off + t] = combine(reduction.empty() ? (add ? "add" : "none") : reduction, y[off + t],
+                           upd.item_as_double(p * slice + t));
   }
   return y;
 }
 
 // ScatterElements by its definition.
 std::vector<double> scatter_elements_ref(const Tensor& data, const Tensor& ind, const Tensor& upd,
-                                         int64_t axis, bool add) {
+                                         int64_t axis, bool add,
+                                         const std::string& reduction = "") {
   const Shape& ds = data.shape();
   if (axis < 0) axis += static_cast<int64_t>(ds.size());
   const auto dst = strides_of(ds);
@@ -110,7 +123,8 @@ std::vector<double> scatter_elements_ref(const Tensor& data, const Tensor& ind, 
     c[axis] = v;
     int64_t off = 0;
     for (size_t d = 0; d < c.size(); ++d) off += c[d] * dst[d];
-    y[off] = (add ? y[off] : 0.0) + upd.item_as_double(p);
+    y[off] = combine(reduction.empty() ? (add ? "add" : "none") : reduction, y[off],
+                     upd.item_as_double(p));
   }
   return y;
 }
@@ -283,11 +297,11 @@ TEST_CASE("ScatterElements and Scatter: hand values, axes, negative indices, add
     check_values(h, d.shape(), scatter_elements_ref(dh, ind, uh, axis, false));
   }
   CHECK(message_of([&] {
-          run_node("ScatterElements", 16, {{"reduction", attr_s("max")}},
+          run_node("ScatterElements", 16, {{"reduction", attr_s("maximum")}},
                    {data, i64s({1, 2}, {0, 0}), upd});
         }) ==
-        "node 'n0' (ScatterElements, opset 16): reduction 'max' is not supported (none "
-        "and add are)");
+        "node 'n0' (ScatterElements, opset 16): unknown reduction 'maximum' (none, add, mul, "
+        "max or min)");
   CHECK(message_of([&] {
           run_node("ScatterElements", 13, {}, {i64s({2}, {1, 2}), i64s({1}, {0}), i64s({1}, {5})});
         }) ==
@@ -337,18 +351,97 @@ TEST_CASE("ScatterND: hand values, slices, negative indices, add, F16") {
     CHECK(h.dtype() == DType::BF16);
     check_values(h, d.shape(), scatter_nd_ref(dh, ind, uh, false));
   }
-  CHECK(message_of([&] {
-          run_node("ScatterND", 16, {{"reduction", attr_s("mul")}},
-                   {d8, i64s({1, 1}, {0}), Tensor::from_vector<float>({1}, {1})});
-        }) ==
-        "node 'n0' (ScatterND, opset 16): reduction 'mul' is not supported (none and add "
-        "are)");
   // As GatherND: an out-of-range component is refused even where the linear row exists.
   const Tensor d22 = Tensor::from_vector<float>({2, 2}, {0, 1, 2, 3});
   const std::string m = message_of([&] {
     run_node("ScatterND", 13, {}, {d22, i64s({1, 2}, {0, 2}), Tensor::from_vector<float>({1}, {9})});
   });
   CAPTURE(m);
+  CHECK(m.find("out of range") != std::string::npos);
+}
+
+TEST_CASE("ScatterElements and ScatterND with reduction mul, max and min (ScatterReduce)") {
+  // ScatterND mul on a vector: element 4 twice, the last once (negative index).
+  const Tensor d8 = Tensor::from_vector<float>({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  check_values(run1("ScatterND", 16, {{"reduction", attr_s("mul")}},
+                    {d8, i64s({3, 1}, {4, 4, -1}), Tensor::from_vector<float>({3}, {2, 3, 0.5f})}),
+               {8}, {1, 2, 3, 4, 30, 6, 7, 4});
+  // Duplicates meet in one element: max and min keep the extreme (data included); NaN wins
+  // whatever the order.
+  const Tensor data = Tensor::from_vector<float>({1, 5}, {1, 2, 3, 4, 5});
+  const Tensor upd = Tensor::from_vector<float>({1, 4}, {7, -3, 0.5f, NAN});
+  const Tensor ind = i64s({1, 4}, {0, 0, -4, 3});
+  auto se = [&](const char* r, const Tensor& d) {
+    return run1("ScatterElements", 18, {{"axis", attr_i(1)}, {"reduction", attr_s(r)}},
+                {d, ind, upd});
+  };
+  for (const char* r : {"max", "min", "mul"}) {
+    CAPTURE(r);
+    const Tensor y = se(r, data);
+    REQUIRE(y.shape() == Shape{1, 5});
+    CHECK(y.item_as_double(0) == (r[1] == 'a' ? 7.0 : r[1] == 'i' ? -3.0 : -21.0));
+    CHECK(y.item_as_double(1) == (r[1] == 'a' ? 2.0 : r[1] == 'i' ? 0.5 : 1.0));
+    CHECK(y.item_as_double(2) == 3.0);
+    CHECK(std::isnan(y.item_as_double(3)));
+    CHECK(y.item_as_double(4) == 5.0);
+    // NaN in data stays NaN under max and min too.
+    Tensor dn = data.clone();
+    dn.data<float>()[0] = NAN;
+    CHECK(std::isnan(se(r, dn).item_as_double(0)));
+  }
+  // Random against the definitions: every axis and reduction, F32 and F16, any indices (with
+  // duplicates); ScatterND with k = 1, 2, 3 on [4, 3, 5].
+  const Tensor d = random_f32({4, 5, 3}, 31);
+  const Tensor u = random_f32({3, 4, 2}, 32);
+  std::mt19937 rng(33);
+  for (const char* r : {"mul", "max", "min"}) {
+    for (int64_t axis : {0, 1, -1}) {
+      CAPTURE(r);
+      CAPTURE(axis);
+      const int64_t n = d.shape()[axis < 0 ? axis + 3 : axis];
+      Tensor any(DType::I64, u.shape());
+      for (int64_t p = 0; p < any.numel(); ++p)
+        any.data<int64_t>()[p] = std::uniform_int_distribution<int64_t>(-n, n - 1)(rng);
+      check_values(run1("ScatterElements", 18, {{"axis", attr_i(axis)}, {"reduction", attr_s(r)}},
+                        {d, any, u}),
+                   d.shape(), scatter_elements_ref(d, any, u, axis, false, r), 1e-5);
+      const Tensor dh = cast_tensor(d, DType::F16), uh = cast_tensor(u, DType::F16);
+      const Tensor h =
+          run1("ScatterElements", 18, {{"axis", attr_i(axis)}, {"reduction", attr_s(r)}},
+               {dh, cast_tensor(any, DType::I32), uh});
+      CHECK(h.dtype() == DType::F16);
+      // max/min exact; mul rounded once from the FP32 product (|y| < 32: half an ulp < 2^-6).
+      check_values(h, d.shape(), scatter_elements_ref(dh, any, uh, axis, false, r),
+                   r[1] == 'u' ? 1.6e-2 : 0.0);
+    }
+    const Tensor d3 = random_f32({4, 3, 5}, 41);
+    for (int64_t k = 1; k <= 3; ++k) {
+      CAPTURE(r);
+      CAPTURE(k);
+      const int64_t tuples = 5;
+      Tensor ind3(DType::I64, {tuples, k});
+      for (int64_t p = 0; p < tuples; ++p)
+        for (int64_t j = 0; j < k; ++j)
+          ind3.data<int64_t>()[p * k + j] =
+              std::uniform_int_distribution<int64_t>(-1, 1)(rng);  // duplicates likely
+      Shape us = {tuples};
+      us.insert(us.end(), d3.shape().begin() + k, d3.shape().end());
+      const Tensor u3 = random_f32(us, 42 + static_cast<unsigned>(k));
+      check_values(run1("ScatterND", 18, {{"reduction", attr_s(r)}}, {d3, ind3, u3}), d3.shape(),
+                   scatter_nd_ref(d3, ind3, u3, false, r), 1e-5);
+    }
+  }
+  // An index out of range is named (ScatterElements' and ScatterND's).
+  std::string m = message_of([&] {
+    run_node("ScatterElements", 18, {{"axis", attr_i(1)}, {"reduction", attr_s("max")}},
+             {data, i64s({1, 1}, {5}), Tensor::from_vector<float>({1, 1}, {1})});
+  });
+  CAPTURE(m);
+  CHECK(m.find("index 5 is out of range for axis 1") != std::string::npos);
+  m = message_of([&] {
+    run_node("ScatterND", 18, {{"reduction", attr_s("min")}},
+             {d8, i64s({1, 1}, {8}), Tensor::from_vector<float>({1}, {1})});
+  });
   CHECK(m.find("out of range") != std::string::npos);
 }
 

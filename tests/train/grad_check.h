@@ -38,6 +38,14 @@ inline GradCheckInput in(Shape s, double lo = -1.0, double hi = 1.0) {
   return i;
 }
 
+// A differentiable input checked at the given value (converted to float64), not sampled.
+inline GradCheckInput at(Tensor v) {
+  GradCheckInput i;
+  i.shape = v.shape();
+  i.value = cast_tensor(v, DType::F64);
+  return i;
+}
+
 // A non-differentiable input with a fixed value (indices, shapes, masks).
 inline GradCheckInput fixed(Tensor v) {
   GradCheckInput i;
@@ -109,7 +117,9 @@ inline void check_gradients(const GradCheckCase& c) {
       continue;
     }
     n.inputs.push_back(name);
-    Tensor v = in.differentiable ? random_tensor(in.shape, in.lo, in.hi, rng, c.kinks) : in.value;
+    Tensor v = in.differentiable && !in.value.defined()
+                   ? random_tensor(in.shape, in.lo, in.hi, rng, c.kinks)
+                   : in.value;
     ValueInfo vi;
     vi.name = name;
     vi.dtype = v.dtype();

@@ -6,6 +6,7 @@
 #include "grad_check.h"
 
 using namespace oat;
+using oat::test::at;
 using oat::test::fixed;
 using oat::test::GradCheckCase;
 using oat::test::in;
@@ -70,6 +71,28 @@ TEST_CASE("gradients: ScatterND, none and add") {
   oat::test::check_gradients(op_case("ScatterND", 16,
                                      {in({4, 3}), fixed(i64s({3, 1}, {1, 1, -4})), in({3, 3})},
                                      {{"reduction", str1("add")}}));
+}
+
+TEST_CASE("gradients: ScatterElements and ScatterND with mul, max and min (ScatterReduce)") {
+  // Random values: no ties, no zeros. Duplicate targets (two updates into one element).
+  for (const char* r : {"mul", "max", "min"}) {
+    CAPTURE(r);
+    oat::test::check_gradients(op_case(
+        "ScatterElements", 18, {in({3, 4}), fixed(i64s({2, 3}, {0, 0, -1, 0, 3, 1})), in({2, 3})},
+        {{"axis", int1(1)}, {"reduction", str1(r)}}));
+    oat::test::check_gradients(op_case("ScatterND", 18,
+                                       {in({4, 3}), fixed(i64s({3, 1}, {1, 1, -4})), in({3, 3})},
+                                       {{"reduction", str1(r)}}));
+  }
+  // mul with zero updates: one zero among the updates of an element (its own gradient is the
+  // product of the others), two zeros (every gradient 0), and zero data. The product is linear
+  // in each factor, so central differences are exact there.
+  oat::test::check_gradients(
+      op_case("ScatterElements", 18,
+              {at(Tensor::from_vector<float>({2, 3}, {0.5f, 0, -1.5f, 2, 1.25f, -0.75f})),
+               fixed(i64s({2, 4}, {0, 0, 1, 2, 1, 1, 2, 2})),
+               at(Tensor::from_vector<float>({2, 4}, {0, 3, -2, 0.5f, 0, 0, 1.5f, -1}))},
+              {{"axis", int1(1)}, {"reduction", str1("mul")}}));
 }
 
 TEST_CASE("gradients: ReverseSequence (through its expansion)") {

@@ -79,6 +79,32 @@ __global__ void gather_elements_grad_kernel(const T* dy, const I* idx, float* ac
   }
 }
 
+// f(y, u) of ScatterReduce: 0 mul, 1 max, 2 min; u != u is u NaN (propagates).
+__device__ __forceinline__ float scatter_combine(int op, float y, float u) {
+  if (op == 0) return y * u;
+  if (op == 1) return (u > y || u != u) ? u : y;
+  return (u < y || u != u) ? u : y;
+}
+
+template <class T, class I>
+__global__ void scatter_reduce_kernel(const T* u, const I* idx, float* acc, int64_t n, int op,
+                                      GatherElementsPlan p) {
+  OAT_GRID_STRIDE_LOOP(e, n) {
+    int64_t k = static_cast<int64_t>(idx[e]);
+    if (k < 0) k += p.axis_dim;
+    if (k < 0 || k >= p.axis_dim) continue;
+    const float v = to_float(u[e]);
+    unsigned* a = reinterpret_cast<unsigned*>(acc + gather_elements_offset(e, k, p));
+    unsigned old = *a, assumed;
+    do {
+      assumed = old;
+      const unsigned r = __float_as_uint(scatter_combine(op, __uint_as_float(assumed), v));
+      if (r == assumed) break;
+      old = atomicCAS(a, assumed, r);
+    } while (old != assumed);
+  }
+}
+
 template <class W>
 __global__ void trilu_kernel(const W* x, W* y, int64_t n, int64_t rows, int64_t cols, int64_t k,
                              bool upper) {
@@ -238,6 +264,24 @@ void launch_gather_elements_grad(ElemType t, const void* dy, const void* indices
     else
       gather_elements_grad_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
           static_cast<const T*>(dy), static_cast<const int32_t*>(indices), acc, n, plan);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_scatter_reduce(ElemType t, const void* updates, const void* indices, bool indices_i64,
+                           float* acc, int64_t n, int reduction, const GatherElementsPlan& plan,
+                           cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_float(t, "ScatterReduce", [&](auto tag) {
+    using T = decltype(tag);
+    if (indices_i64)
+      scatter_reduce_kernel<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const T*>(updates), static_cast<const int64_t*>(indices), acc, n, reduction,
+          plan);
+    else
+      scatter_reduce_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const T*>(updates), static_cast<const int32_t*>(indices), acc, n, reduction,
+          plan);
   });
   CUDA_CHECK_LAUNCH();
 }

@@ -44,6 +44,15 @@ void launch_gather_elements_grad(ElemType t, const void* dy, const void* indices
                                  bool indices_i64, float* acc, int64_t n,
                                  const GatherElementsPlan& plan, cudaStream_t s);
 
+// ScatterReduce: acc[offset(e)] = f(acc[offset(e)], U[e]) in FP32 with a compare-and-swap loop
+// (acc holds data on entry), the offsets of GatherElements over data's shape; U of type t has the
+// indices' shape (n elements). reduction 0 mul, 1 max, 2 min (f as runtime/cpu/kernels/
+// scatter_reduce.cc: NaN propagates through max and min). Out-of-range indices are skipped (the
+// kernel reads the indices on the host and checks them there).
+void launch_scatter_reduce(ElemType t, const void* updates, const void* indices, bool indices_i64,
+                           float* acc, int64_t n, int reduction, const GatherElementsPlan& plan,
+                           cudaStream_t s);
+
 // Pad through per-axis source maps: out element with coordinates (o_0..o_r) reads X at
 // Σ map_d[o_d]·stride_d, or is `fill` (the element's bytes, little-endian) when any map_d[o_d]
 // is −1. `maps` is the concatenation of the r maps (offsets[d] = start of map d), in device memory.

@@ -141,6 +141,56 @@ void gather_elements_grad_grad(G& c) {
   c.set_GI(0, c.emit1("GatherElements", {c.GO(0), c.I(2)}, copy_attrs(c.node(), {"axis"})));
 }
 
+// ScatterReduce (ScatterElements/ScatterND with mul, max, min; data D, indices idx, updates U,
+// Y = result, g = dY; ga(v) = GatherElements(v, idx, axis), sa(v) = the scatter-add
+// GatherElementsGrad(v, shape(D), idx, axis), [c] = CastLike(c, D)):
+//   max/min: the gradient is shared evenly among the elements equal to the result (as PyTorch's
+//     scatter_reduce amax/amin with include_self): hitD = [D = Y], hitU = [U = ga(Y)],
+//     share = g / max(hitD + sa(hitU), 1);  dD = share·hitD;  dU = ga(share)·hitU
+//   mul: Y = D·P with P_j = Π_{p→j} U_p. With z = [U = 0], Z = sa(z) (zeros per target) and
+//     N = ScatterReduce(1, idx, Where(z, 1, U), mul) (the product of the non-zero updates):
+//     P = Where(Z > 0, 0, N);  dD = g·P;
+//     dU_p = ga(g·D)_p · (ga(Z)_p − z_p > 0 ? 0 : ga(N)_p / Where(z, 1, U)_p)
+//     (the product of the other updates, exact in the zeros; one division otherwise).
+void scatter_reduce_grad(G& c) {
+  const Node& n = c.node();
+  if (c.GO(0).empty()) return;
+  const std::string &d = c.I(0), &idx = c.I(1), &u = c.I(2), &y = c.O(0), &g = c.GO(0);
+  const Attrs axis = copy_attrs(n, {"axis"});
+  auto ga = [&](const std::string& v) { return c.emit1("GatherElements", {v, idx}, axis); };
+  auto sa = [&](const std::string& v) {
+    return c.emit_grad_op("GatherElementsGrad", {v, c.shape_of(d), idx}, axis);
+  };
+  auto as_d = [&](const std::string& b) { return c.emit1("CastLike", {b, d}); };
+  const std::string zero = c.scalar_like(0.0, d), one = c.scalar_like(1.0, d);
+  if (n.attr_string("reduction", "") != "mul") {
+    const std::string hit_d = as_d(c.emit1("Equal", {d, y}));
+    const std::string hit_u = as_d(c.emit1("Equal", {u, ga(y)}));
+    const std::string count = c.emit1("Add", {hit_d, sa(hit_u)});
+    const std::string share = c.emit1("Div", {g, c.emit1("Max", {count, one})});
+    if (c.needs_GI(0)) c.set_GI(0, c.emit1("Mul", {share, hit_d}));
+    if (c.needs_GI(2)) c.set_GI(2, c.emit1("Mul", {ga(share), hit_u}));
+    return;
+  }
+  const std::string z = c.emit1("Equal", {u, zero});
+  const std::string zeros = sa(as_d(z));
+  const std::string u_nz = c.emit1("Where", {z, one, u});
+  const std::string ones = c.emit1("Expand", {one, c.shape_of(d)});
+  Attrs mul = axis;
+  mul["reduction"] = n.attrs.at("reduction");
+  const std::string nz = c.emit_grad_op("ScatterReduce", {ones, idx, u_nz}, mul);
+  if (c.needs_GI(0)) {
+    const std::string p = c.emit1("Where", {c.emit1("Greater", {zeros, zero}), zero, nz});
+    c.set_GI(0, c.emit1("Mul", {g, p}));
+  }
+  if (c.needs_GI(2)) {
+    const std::string others_zero =
+        c.emit1("Greater", {c.emit1("Sub", {ga(zeros), as_d(z)}), zero});
+    const std::string excl = c.emit1("Where", {others_zero, zero, c.emit1("Div", {ga(nz), u_nz})});
+    c.set_GI(2, c.emit1("Mul", {ga(c.emit1("Mul", {g, d})), excl}));
+  }
+}
+
 // Expand: Y = broadcast(X, shape)  ⇒  dX = sum_to(dY, X)
 void expand_grad(G& c) { c.set_GI(0, c.sum_to_shape_of(c.GO(0), c.I(0))); }
 
@@ -247,6 +297,7 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::GatherElements, {gather_elements_grad, {1}});
   r.add(OpId::GatherGrad, {gather_grad_grad, {1, 2}});
   r.add(OpId::GatherElementsGrad, {gather_elements_grad_grad, {1, 2}});
+  r.add(OpId::ScatterReduce, {scatter_reduce_grad, {1}});
   r.add(OpId::Expand, {expand_grad, {1}});
   r.add(OpId::Tile, {tile_grad, {1, 2}});
   r.add(OpId::Pad, {pad_grad, {1, 2, 3}});

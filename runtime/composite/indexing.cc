@@ -120,8 +120,8 @@ std::string wrap_negative(Expansion& e, const std::string& i, const std::string&
   return op(e, "Where", {neg, up, i}, tag, DType::I64);
 }
 
-// The reduction attribute of the scatters: true for add, false for none; fails otherwise.
-// The reduction attribute: "none", "add", or one of ScatterReduce's "mul", "max", "min".
+// The scatters' reduction attribute: "none" (Scatter's only), "add", or one of ScatterReduce's
+// "mul", "max", "min"; fails otherwise.
 std::string scatter_reduction(Expansion& e) {
   if (e.node().op_type == "Scatter") return "none";
   const std::string r = e.node().attr_string("reduction", "none");

@@ -8,7 +8,9 @@
 // Deterministic: iteration i uses the generator seeded with (OAT_FUZZ_SEED, i), so a failure is
 // reproduced with OAT_FUZZ_SEED=S OAT_FUZZ_FIRST=i OAT_FUZZ_ITERATIONS=1. OAT_FUZZ_ITERATIONS
 // (default 100) sets how many; OAT_FUZZ_KEEP=DIR keeps each failing model and its inputs there;
-// OAT_FUZZ_CLI=PATH runs another build of the binary (a sanitizer build, say).
+// OAT_FUZZ_CLI=PATH runs another build of the binary (a sanitizer build, say; with
+// OAT_FUZZ_VMEM_KB=0, as AddressSanitizer's shadow memory needs more address space than the
+// default limit of 8,000,000 KB leaves).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -47,7 +49,9 @@ struct Outcome {
 // that must end in "error: out of memory", not in the OOM killer).
 Outcome run(const std::vector<std::string>& args, const TempDir& dir) {
   const char* cli = std::getenv("OAT_FUZZ_CLI");
-  std::string cmd = "ulimit -v 8000000; timeout -k 5 60 " + quote(cli && *cli ? cli : OAT_CLI_PATH);
+  const int64_t vmem_kb = env_int("OAT_FUZZ_VMEM_KB", 8000000);
+  std::string cmd = (vmem_kb > 0 ? "ulimit -v " + std::to_string(vmem_kb) + "; " : std::string()) +
+                    "timeout -k 5 60 " + quote(cli && *cli ? cli : OAT_CLI_PATH);
   for (const auto& a : args) cmd += " " + quote(a);
   const std::string err = dir / "stderr.txt";
   cmd += " >/dev/null 2>" + quote(err);

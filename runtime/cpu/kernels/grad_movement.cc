@@ -41,7 +41,7 @@ Shape shape_input(const KernelContext& ctx, int i) {
 // Output 0 of `shape` filled with zero bits (0.0 for every float dtype).
 Tensor& zero_output(KernelContext& ctx, DType dtype, const Shape& shape) {
   Tensor& t = ctx.allocate_output(0, dtype, shape);
-  std::memset(t.raw_data(), 0, t.nbytes());
+  if (t.nbytes() > 0) std::memset(t.raw_data(), 0, t.nbytes());
   return t;
 }
 

@@ -32,7 +32,7 @@ class MaxUnpoolKernel : public OpKernel {
     const Shape ys = attrs_.output_shape(ctx, x, idx, ctx.input_or_null(2));
     Tensor& y = ctx.allocate_output(0, x.dtype(), ys);
     const size_t es = dtype_size(x.dtype());
-    std::memset(y.raw_data(), 0, y.nbytes());
+    if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());
     const int64_t n = y.numel();
     const int64_t* ip = idx.data<int64_t>();
     const char* src = static_cast<const char*>(x.raw_data());

@@ -167,6 +167,7 @@ void finish_scatter(Expansion& e, bool add, DType t, ScatterAdd sa) {
 // every index tuple (shape indices.shape[:-1]).
 struct Flat {
   std::string data, lin;
+  int64_t data_rank = 0, indices_rank = 0, k = 0;  // r, q and the index length
 };
 
 Flat flatten_nd(Expansion& e, int64_t b) {
@@ -200,6 +201,9 @@ Flat flatten_nd(Expansion& e, int64_t b) {
   for (int64_t j = 0; j < b; ++j) B *= d[j];
 
   Flat f;
+  f.data_rank = r;
+  f.indices_rank = q;
+  f.k = k;
   // flat = Reshape(data, Concat([B·P], shape(data)[b+k:]))
   const std::string tail = dims_of(e, data, b + k, std::numeric_limits<int64_t>::max(), "tail");
   const std::string fshape = op(e, "Concat", {e.ints({B * P}, "rows"), tail}, "flat_shape",
@@ -315,9 +319,7 @@ void expand_gather_nd(Expansion& e) {
 void expand_scatter_nd_reduce(Expansion& e, const Flat& f, const std::string& red, DType t) {
   const std::string& data = e.input(0);
   const std::string& updates = e.input(2);
-  const int64_t r = static_cast<int64_t>(known_shape(e, 0, "data", "").size());
-  const Dims is = known_shape(e, 1, "indices", "");
-  const int64_t q = static_cast<int64_t>(is.size()), k = is.back().value;
+  const int64_t r = f.data_rank, q = f.indices_rank, k = f.k;
   std::string rows = f.lin;
   if (r > k) {
     std::vector<int64_t> trailing;

@@ -15,19 +15,6 @@ namespace oat::cpu {
 
 namespace {
 
-// The indices as int64 with negatives wrapped; fails naming the first one outside [-n, n).
-std::vector<int64_t> checked_indices(const KernelContext& ctx, const Tensor& t, int64_t n,
-                                     const Shape& data_shape, int axis) {
-  std::vector<int64_t> idx = t.to_int_vector();
-  for (int64_t& i : idx) {
-    if (i < -n || i >= n)
-      ctx.fail(cat("index ", i, " is out of range for axis ", axis, " of data ",
-                   shape_str(data_shape), " (size ", n, ")"));
-    if (i < 0) i += n;
-  }
-  return idx;
-}
-
 class GatherKernel : public OpKernel {
  public:
   explicit GatherKernel(const Node& n) : axis_(n.attr_int("axis", 0)) {}
@@ -38,7 +25,7 @@ class GatherKernel : public OpKernel {
     if (x.rank() == 0) ctx.fail("cannot gather from a scalar");
     const int axis = normalize_axis(ctx, axis_, x.rank());
     const int64_t n = x.shape()[axis];
-    const std::vector<int64_t> idx = checked_indices(ctx, ind, n, x.shape(), axis);
+    const std::vector<int64_t> idx = wrapped_indices(ctx, ind, n, x.shape(), axis);
     Shape out(x.shape().begin(), x.shape().begin() + axis);
     out.insert(out.end(), ind.shape().begin(), ind.shape().end());
     out.insert(out.end(), x.shape().begin() + axis + 1, x.shape().end());
@@ -72,15 +59,8 @@ class GatherElementsKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& ind = ctx.input(1);
     const int r = x.rank();
-    if (r == 0 || ind.rank() != r)
-      ctx.fail(cat("indices ", shape_str(ind.shape()), " must have the rank of data ",
-                   shape_str(x.shape()), " (at least 1)"));
-    const int axis = normalize_axis(ctx, axis_, r);
-    for (int d = 0; d < r; ++d)
-      if (d != axis && ind.shape()[d] > x.shape()[d])
-        ctx.fail(cat("indices ", shape_str(ind.shape()), " exceed data ", shape_str(x.shape()),
-                     " on axis ", d));
-    const std::vector<int64_t> idx = checked_indices(ctx, ind, x.shape()[axis], x.shape(), axis);
+    const int axis = elements_axis(ctx, x.shape(), ind.shape(), axis_);
+    const std::vector<int64_t> idx = wrapped_indices(ctx, ind, x.shape()[axis], x.shape(), axis);
     Tensor& y = ctx.allocate_output(0, x.dtype(), ind.shape());
     if (y.numel() == 0) return;
     const std::vector<int64_t> st = contiguous_strides(x.shape());

@@ -104,19 +104,6 @@ class SliceGradKernel : public OpKernel {
 
 // ---- GatherGrad, GatherElementsGrad -----------------------------------------------------------
 
-// The indices as int64 with negatives wrapped; fails naming the first one outside [-n, n).
-std::vector<int64_t> wrapped_indices(const KernelContext& ctx, const Tensor& t, int64_t n,
-                                     const Shape& xs, int axis) {
-  std::vector<int64_t> idx = t.to_int_vector();
-  for (int64_t& i : idx) {
-    if (i < -n || i >= n)
-      ctx.fail(cat("index ", i, " is out of range for axis ", axis, " of data ", shape_str(xs),
-                   " (size ", n, ")"));
-    if (i < 0) i += n;
-  }
-  return idx;
-}
-
 template <class T>
 void gather_grad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
@@ -161,14 +148,7 @@ void gather_elements_grad(KernelContext& ctx) {
   const Shape xs = shape_input(ctx, 1);
   const Tensor& ind = ctx.input(2);
   const int r = static_cast<int>(xs.size());
-  if (r == 0 || ind.rank() != r)
-    ctx.fail(cat("indices ", shape_str(ind.shape()), " must have the rank of data ", shape_str(xs),
-                 " (at least 1)"));
-  const int axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), r);
-  for (int d = 0; d < r; ++d)
-    if (d != axis && ind.shape()[d] > xs[d])
-      ctx.fail(
-          cat("indices ", shape_str(ind.shape()), " exceed data ", shape_str(xs), " on axis ", d));
+  const int axis = elements_axis(ctx, xs, ind.shape(), ctx.node().attr_int("axis", 0));
   expect_shape(ctx, dy, ind.shape(), "the indices");
   const std::vector<int64_t> idx = wrapped_indices(ctx, ind, xs[axis], xs, axis);
   Tensor& dx = zero_output(ctx, dy.dtype(), xs);

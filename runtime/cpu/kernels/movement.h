@@ -62,6 +62,36 @@ inline int normalize_axis(const KernelContext& ctx, int64_t axis, int rank,
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
+// The indices of Gather/GatherElements and their scatters as int64 with negatives wrapped; fails
+// naming the first one outside [-n, n) (n = data's size on `axis`).
+inline std::vector<int64_t> wrapped_indices(const KernelContext& ctx, const Tensor& t, int64_t n,
+                                            const Shape& data_shape, int axis) {
+  std::vector<int64_t> idx = t.to_int_vector();
+  for (int64_t& i : idx) {
+    if (i < -n || i >= n)
+      ctx.fail(cat("index ", i, " is out of range for axis ", axis, " of data ",
+                   shape_str(data_shape), " (size ", n, ")"));
+    if (i < 0) i += n;
+  }
+  return idx;
+}
+
+// GatherElements' shape rule, shared by GatherElementsGrad and ScatterReduce: indices of data's
+// rank (at least 1), no larger than data off the axis. Returns the normalized axis.
+inline int elements_axis(const KernelContext& ctx, const Shape& data_shape, const Shape& ind_shape,
+                         int64_t axis_attr) {
+  const int r = static_cast<int>(data_shape.size());
+  if (r == 0 || static_cast<int>(ind_shape.size()) != r)
+    ctx.fail(cat("indices ", shape_str(ind_shape), " must have the rank of data ",
+                 shape_str(data_shape), " (at least 1)"));
+  const int axis = normalize_axis(ctx, axis_attr, r);
+  for (int d = 0; d < r; ++d)
+    if (d != axis && ind_shape[d] > data_shape[d])
+      ctx.fail(cat("indices ", shape_str(ind_shape), " exceed data ", shape_str(data_shape),
+                   " on axis ", d));
+  return axis;
+}
+
 // An optional int-list input (axes, steps, split): the values, or `def` when omitted or
 // empty-named.
 inline std::vector<int64_t> optional_ints(const KernelContext& ctx, int i,

@@ -54,27 +54,13 @@ void scatter_reduce(KernelContext& ctx) {
   const ScatterOp op = parse_reduction(ctx);
   const Shape& xs = data.shape();
   const int r = data.rank();
-  if (r == 0 || ind.rank() != r)
-    ctx.fail(cat("indices ", shape_str(ind.shape()), " must have the rank of data ", shape_str(xs),
-                 " (at least 1)"));
+  const int axis = elements_axis(ctx, xs, ind.shape(), ctx.node().attr_int("axis", 0));
   if (upd.shape() != ind.shape())
     ctx.fail(cat("updates ", shape_str(upd.shape()), " must have the shape of the indices ",
                  shape_str(ind.shape())));
   if (upd.dtype() != data.dtype())
     ctx.fail(cat("updates are ", dtype_name(upd.dtype()), ", data is ", dtype_name(data.dtype())));
-  const int axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), r);
-  for (int d = 0; d < r; ++d)
-    if (d != axis && ind.shape()[d] > xs[d])
-      ctx.fail(
-          cat("indices ", shape_str(ind.shape()), " exceed data ", shape_str(xs), " on axis ", d));
-  std::vector<int64_t> idx = ind.to_int_vector();
-  const int64_t n = xs[axis];
-  for (int64_t& i : idx) {
-    if (i < -n || i >= n)
-      ctx.fail(cat("index ", i, " is out of range for axis ", axis, " of data ", shape_str(xs),
-                   " (size ", n, ")"));
-    if (i < 0) i += n;
-  }
+  const std::vector<int64_t> idx = wrapped_indices(ctx, ind, xs[axis], xs, axis);
   Tensor& y = ctx.allocate_output(0, data.dtype(), xs);
   if (data.nbytes()) std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
   const Shape& is = ind.shape();

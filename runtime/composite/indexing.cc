@@ -312,10 +312,29 @@ void expand_gather_nd(Expansion& e) {
   e.add_to("Gather", {f.data, f.lin}, {e.output(0)}, "gather", {{"axis", int_attribute(0)}});
 }
 
+// ONNX: updates.shape = indices.shape[:-1] + data.shape[k:]. Checked here where the shapes are
+// known (rank, and each dim fixed on both sides); at run time GatherGrad (none, add) or the flat
+// Reshape and ScatterReduce (mul, max, min) refuse what the shapes did not settle.
+void check_scatter_nd_updates(Expansion& e, const Flat& f) {
+  const std::optional<Dims> us = shape_of(e, e.input(2));
+  if (!us) return;
+  Dims want = known_shape(e, 1, "indices", "its last dim is the index length");
+  want.pop_back();
+  const Dims ds = known_shape(e, 0, "data", "the indexed dims set the strides");
+  want.insert(want.end(), ds.begin() + f.k, ds.end());
+  bool ok = us->size() == want.size();
+  for (size_t j = 0; ok && j < want.size(); ++j)
+    ok = !(*us)[j].fixed() || !want[j].fixed() || (*us)[j].value == want[j].value;
+  if (!ok)
+    e.fail(cat("updates '", e.input(2), "' ", dims_str(*us),
+               " must have shape indices.shape[:-1] + data.shape[k:] = ", dims_str(want)));
+}
+
 // ScatterND with mul/max/min on the flat form, as ScatterReduce along axis 0: with
 // t = rank(data) − k tail dims and N update rows,
-//   rows = Reshape(Expand(Unsqueeze(lin, t trailing axes), shape(updates)), [N, tail...])
-//   Y = Reshape(ScatterReduce(flat, rows, Reshape(updates, [N, tail...]), axis 0), shape(data))
+//   rows = Reshape(Expand(Unsqueeze(lin, t trailing axes), indices.shape[:-1] + tail), [N,
+//   tail...]) Y = Reshape(ScatterReduce(flat, rows, Reshape(updates, [N, tail...]), axis 0),
+//   shape(data))
 void expand_scatter_nd_reduce(Expansion& e, const Flat& f, const std::string& red, DType t) {
   const std::string& data = e.input(0);
   const std::string& updates = e.input(2);
@@ -326,9 +345,14 @@ void expand_scatter_nd_reduce(Expansion& e, const Flat& f, const std::string& re
     for (int64_t j = q - 1; j < q - 1 + r - k; ++j) trailing.push_back(j);
     rows = op(e, "Unsqueeze", {rows, e.ints(trailing, "row_axes")}, "rows_nd", DType::I64);
   }
-  const std::string us = op(e, "Shape", {updates}, "updates_shape", DType::I64);
-  rows = op(e, "Expand", {rows, us}, "rows_full", DType::I64);
+  // rows broadcast to the shape updates must have, indices.shape[:-1] + data.shape[k:] (not to
+  // shape(updates), which would let a broadcastable but wrong updates through); the flat
+  // Reshape of updates below then fails unless it has that many elements.
+  const std::string lead = dims_of(e, e.input(1), 0, -1, "lead_dims");
   const std::string tail = dims_of(e, data, k, std::numeric_limits<int64_t>::max(), "tail_dims");
+  const std::string want =
+      op(e, "Concat", {lead, tail}, "updates_shape", DType::I64, {{"axis", int_attribute(0)}});
+  rows = op(e, "Expand", {rows, want}, "rows_full", DType::I64);
   const std::string rs = op(e, "Concat", {e.ints({-1}, "any_rows"), tail}, "rows_shape", DType::I64,
                             {{"axis", int_attribute(0)}});
   rows = op(e, "Reshape", {rows, rs}, "rows_flat", DType::I64);
@@ -360,6 +384,7 @@ void expand_scatter_nd(Expansion& e) {
   const std::string red = scatter_reduction(e);
   const DType t = scatter_type(e);
   const Flat f = flatten_nd(e, 0);
+  check_scatter_nd_updates(e, f);
   if (red != "none" && red != "add") {
     expand_scatter_nd_reduce(e, f, red, t);
     return;

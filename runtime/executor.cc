@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "runtime/composite.h"
+#include "runtime/sequence_ops.h"
 #include "runtime/subgraph.h"
 #include "runtime/transpose_fold.h"
 
@@ -31,28 +32,6 @@ struct Executor::Step {
 
 namespace {
 
-// The sequence and optional ops (runtime/cpu/kernels/sequence.cc): CPU only, also in a device
-// executor (which runs other ops without a device kernel on the host).
-bool is_sequence_op(OpId op) {
-  switch (op) {
-    case OpId::SequenceEmpty:
-    case OpId::SequenceConstruct:
-    case OpId::SequenceInsert:
-    case OpId::SequenceAt:
-    case OpId::SequenceErase:
-    case OpId::SequenceLength:
-    case OpId::SplitToSequence:
-    case OpId::ConcatFromSequence:
-    case OpId::SequenceMap:
-    case OpId::Optional:
-    case OpId::OptionalHasElement:
-    case OpId::OptionalGetElement:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The ops that take sequences and optionals as inputs (the sequence ops check which of their
 // inputs may be one); every other op is given tensors only.
 bool takes_non_tensors(OpId op) {
@@ -69,14 +48,16 @@ std::string unsupported_reason(const Node& node, Device device, const KernelRegi
   if (!domain_is_default(node.domain))
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
   const bool control_flow = node_has_subgraph(node);
+  // Both have only CPU kernels; a device executor runs them on the host (see Executor()).
   if (device != Device::CPU && is_sequence_op(node.op))
-    return cat("sequences and optionals (", node.op_type,
-               ") run on the CPU only (run with --device cpu)");
+    return cat("sequences and optionals (", node.op_type, ") have no ", device_name(device),
+               " kernels (a ", device_name(device), " executor runs them on the host)");
   if (node.op == OpId::Unknown || !reg.supports_op(node.op, device)) {
     if (control_flow && node.op != OpId::Unknown && device != Device::CPU &&
         reg.supports_op(node.op, Device::CPU))
-      return cat("control flow (", node.op_type, ") runs on the CPU only: the ",
-                 device_name(device), " backend has no kernel for it (run with --device cpu)");
+      return cat("control flow (", node.op_type, ") has no ", device_name(device), " kernel (a ",
+                 device_name(device),
+                 " executor runs it on the host, its subgraphs through CPU executors)");
     return cat("op ", node.op_type, " (opset ", node.opset, ") is not supported on ",
                device_name(device));
   }
@@ -117,7 +98,10 @@ class ContextScope {
 // On a device, floating constants and feeds are uploaded once per run (constants: once). Integer
 // values stay on the host for shape arithmetic, and so do floating scalars (a learning rate, a
 // Clip bound): a device kernel that needs one gets it staged, which costs an upload, not a sync.
-bool uploads(const Tensor& t) { return t.defined() && is_floating(t.dtype()) && t.numel() > 1; }
+// Sequences and optionals stay on the host.
+bool uploads(const Tensor& t) {
+  return t.defined() && t.is_tensor() && is_floating(t.dtype()) && t.numel() > 1;
+}
 
 // Whether a node's outputs are a function of its inputs alone, so that constant inputs give a
 // constant output: not the generators (a fresh draw per run), Dropout (a fresh mask), control
@@ -203,10 +187,10 @@ Executor::Executor(const Graph& graph, ExecutorOptions options)
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Node& n = graph_.nodes[i];
     std::string why = unsupported_reason(n, options_.device, *registry_);
-    // A device executor may run a node on the host (shape arithmetic, see DeviceContext), but
-    // not control flow: its subgraph would run on the host with device values.
-    if (!why.empty() && device_ctx_ && !node_has_subgraph(n) && !is_sequence_op(n.op) &&
-        unsupported_reason(n, Device::CPU, *registry_).empty())
+    // A device executor may run a node on the host (shape arithmetic, see DeviceContext), and
+    // so it runs control flow (If, Loop, Scan: the subgraphs through CPU executors, their device
+    // inputs downloaded) and the sequence and optional ops, whose values live on the host.
+    if (!why.empty() && device_ctx_ && unsupported_reason(n, Device::CPU, *registry_).empty())
       why.clear();
     if (!why.empty()) throw Unsupported(cat(n.describe(), ": ", why), n.op_type);
     Step& s = steps_[i];
@@ -503,15 +487,13 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       in.push_back(&values[slot]);
     }
     std::vector<Tensor> outs(s.out.size());
-    if (dc)  // sequences and optionals live on the host (runtime/tensor.h)
+    const Device where = dc ? dc->placement(node, in) : options_.device;
+    if (where != Device::CPU)  // sequences and optionals live on the host (runtime/tensor.h)
       for (size_t k = 0; k < in.size(); ++k)
         if (in[k] && !in[k]->is_tensor())
-          throw Unsupported(cat(node.describe(), ": input ", k, " '", node.inputs[k], "' is a ",
-                                in[k]->describe(),
-                                "; sequences and optionals run on the CPU "
-                                "only (run with --device cpu)"),
-                            "sequence on a device");
-    const Device where = dc ? dc->placement(node, in) : options_.device;
+          throw Error(cat(
+              node.describe(), ": input ", k, " '", node.inputs[k], "' is a ", in[k]->describe(),
+              ", which lives on the host, but the node was placed on ", device_name(where)));
     std::vector<Tensor> staged;
     if (where != Device::CPU) {
       dc->stage_inputs(node, in, staged);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ inline oat::Node make_node_outputs(const std::string& name, const std::string& o
   oat::Node n = make_node(name, op, std::move(in), "", std::move(attrs), opset);
   n.outputs = std::move(out);
   return n;
+}
+
+// A graph attribute (If's branches, Loop's and Scan's body).
+inline oat::Attribute graph_attr(std::shared_ptr<oat::Graph> g) {
+  oat::Attribute a;
+  a.kind = oat::Attribute::Kind::Graph;
+  a.g = std::move(g);
+  return a;
 }
 
 }  // namespace oat_test

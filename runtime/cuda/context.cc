@@ -6,6 +6,8 @@
 #include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
+#include "runtime/sequence_ops.h"
+#include "runtime/subgraph.h"
 
 namespace oat::cuda {
 
@@ -334,6 +336,22 @@ bool host_placed(OpId op) {
 }  // namespace
 
 Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>& inputs) const {
+  // Control flow (If, Loop, Scan) runs on the host: the CPU kernel runs each subgraph through a
+  // CPU Executor, fed the node's inputs (device ones downloaded by the Executor: a
+  // synchronisation per call), and device nodes after it upload what they read. A subgraph may
+  // hold anything (a draw, a host read of its own), so a step with one is not captured.
+  if (node_has_subgraph(node)) {
+    if (capturing_)
+      throw Error(cat(node.describe(),
+                      ": control flow runs its subgraphs on the host, which a "
+                      "CUDA graph cannot replay: this step cannot be captured"));
+    return Device::CPU;
+  }
+  // Sequences and optionals live on the host (runtime/tensor.h): their ops, and any node given
+  // one (Identity, If's outputs passed on), run there.
+  if (is_sequence_op(node.op)) return Device::CPU;
+  for (const Tensor* t : inputs)
+    if (t && !t->is_tensor()) return Device::CPU;
   const bool on_device_random = device_random(node, inputs);
   if (random_op(node.op) && !on_device_random && capturing_)
     throw Error(cat(node.describe(), ": draws random numbers on the host; a CUDA graph would replay "

@@ -247,9 +247,10 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
                                      // signal generators (opset 17), host-placed by CudaContext
                                      OpId::HannWindow, OpId::HammingWindow, OpId::BlackmanWindow,
                                      OpId::MelWeightMatrix};
-  // Control flow runs on the CPU only (runtime/cpu/kernels/control_flow.cc): a device executor
-  // refuses a graph with If, Loop or Scan, naming the node.
-  // So do the sequence and optional ops (their values live on the host: runtime/tensor.h).
+  // Control flow has CPU kernels only (runtime/cpu/kernels/control_flow.cc): a CUDA executor
+  // runs If, Loop and Scan on the host, their subgraphs through CPU executors. So it does the
+  // sequence and optional ops (their values live on the host: runtime/tensor.h). Checked
+  // against the CPU in host_placed_cuda_test.cc.
   const std::set<OpId> cpu_only = {OpId::If,
                                    OpId::Loop,
                                    OpId::Scan,
@@ -301,7 +302,7 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
     }
     if (cpu_only.count(op)) {
       if (default_registry().supports_op(op, Device::CUDA))
-        no_kernel += cat(" ", op_name(op), "(registered on cuda, but it runs on the CPU only)");
+        no_kernel += cat(" ", op_name(op), "(registered on cuda, but it runs on the host)");
       continue;
     }
     if (host_placed.count(op)) {

@@ -1,7 +1,8 @@
 // If, Loop and Scan on hand-built graphs: outer-scope reads from a Loop body and an If branch
 // (implicit inputs, runtime/subgraph.h), the Loop forms (M only, cond only, neither: ended by the
 // body's cond), a Loop of zero iterations, a Loop nested in an If reading the top graph, Scan's
-// axes and directions, and what the CUDA backend says about control flow.
+// axes and directions, and what the CUDA backend says about control flow (it has no kernels;
+// tests/cuda/host_placed_cuda_test.cc runs it on the host of a CUDA executor).
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -15,6 +16,7 @@ using namespace oat;
 using oat_test::attr_i;
 using oat_test::attr_ints;
 using oat_test::attr_t;
+using oat_test::graph_attr;
 using oat_test::make_node;
 
 namespace {
@@ -30,13 +32,6 @@ std::vector<Dim> dims(std::vector<int64_t> d) {
   std::vector<Dim> r;
   for (int64_t x : d) r.push_back(Dim{x, ""});
   return r;
-}
-
-Attribute graph_attr(std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.kind = Attribute::Kind::Graph;
-  a.g = std::move(g);
-  return a;
 }
 
 Node multi(const std::string& name, const std::string& op, std::vector<std::string> in,
@@ -339,14 +334,16 @@ TEST_CASE("Scan 8: batch axis, sequence_lens, reverse input, zero padding") {
   check_close(out[1], {2, 3, 1}, {3, 5, 6, 20, 30, 0});
 }
 
-TEST_CASE("control flow is CPU only: the CUDA backend reports the node, not an op it lacks") {
+TEST_CASE(
+    "control flow has no CUDA kernel: the backend reports the node, and runs it on the host") {
   Graph g = loop_graph("M", "", 5);
   const auto cuda = unsupported_nodes(g, Device::CUDA, default_registry());
   bool found = false;
   for (const auto& [node, why] : cuda)
     if (node.find("node 'loop' (Loop") == 0) {
       found = true;
-      CHECK(why.find("runs on the CPU only") != std::string::npos);
+      CHECK(why.find("has no cuda kernel (a cuda executor runs it on the host") !=
+            std::string::npos);
     }
   CHECK(found);
   CHECK(unsupported_nodes(g, Device::CPU, default_registry()).empty());

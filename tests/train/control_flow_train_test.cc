@@ -61,10 +61,7 @@ Graph loop_classifier(bool a_is_param) {
   body->nodes.push_back(node("keep", "Identity", {"c"}, {"c_out"}));
   body->outputs = {info("c_out", DType::Bool, {}), info("h_out", DType::F32, {batch, Dim{kIn, ""}})};
   Node loop = node("loop", "Loop", {"M", "", "x"}, {"h_final"});
-  Attribute a;
-  a.kind = Attribute::Kind::Graph;
-  a.g = body;
-  loop.attrs["body"] = a;
+  loop.attrs["body"] = oat_test::graph_attr(body);
   g.nodes.push_back(loop);
   // What the loader's shape inference records for the Loop's output (mixed precision casts by it).
   g.value_info["h_final"] = info("h_final", DType::F32, {batch, Dim{kIn, ""}});

@@ -1,0 +1,182 @@
+// Control flow (If, Loop) and the sequence ops in a CUDA executor: they have no device kernels and
+// run on the host (runtime/cuda/context.cc, placement), their device inputs downloaded, their
+// outputs uploaded where a device node reads them; every output agrees with the CPU executor's. A
+// capture (the Trainer's CUDA graph) refuses control flow by name.
+#include <doctest/doctest.h>
+
+#include <iostream>
+#include <memory>
+
+#include "runtime/cuda/device.h"
+#include "runtime/executor.h"
+#include "runtime/kernel.h"
+#include "tests/node_builder.h"
+#include "tests/runtime/single_node.h"
+
+using namespace oat;
+using oat_test::attr_t;
+using oat_test::graph_attr;
+using oat_test::make_node;
+using oat_test::make_node_outputs;
+
+namespace {
+
+ValueInfo info(const std::string& name, DType dtype, std::optional<std::vector<Dim>> shape,
+               ValueKind kind = ValueKind::Tensor) {
+  ValueInfo v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  v.kind = kind;
+  return v;
+}
+
+// A branch without inputs: t = op(r [, two]) with r a value of the enclosing graph.
+std::shared_ptr<Graph> branch(const std::string& name, const std::string& op) {
+  auto b = std::make_shared<Graph>();
+  b->name = name;
+  b->opsets[""] = 13;
+  if (op == "Mul") {
+    b->nodes.push_back(
+        make_node(name + "_two", "Constant", {}, "two", {{"value", attr_t(Tensor::scalar(2.0f))}}));
+    b->nodes.push_back(make_node(name + "_mul", "Mul", {"r", "two"}, name + "_t"));
+  } else {
+    b->nodes.push_back(make_node(name + "_" + op, op, {"r"}, name + "_t"));
+  }
+  b->outputs = {info(name + "_t", DType::F32, std::nullopt)};
+  return b;
+}
+
+// Loop body (i, c, v) -> (c, v + r): r from the enclosing graph.
+std::shared_ptr<Graph> accumulate_body() {
+  auto b = std::make_shared<Graph>();
+  b->name = "body";
+  b->opsets[""] = 13;
+  b->inputs = {info("i", DType::I64, std::vector<Dim>{}),
+               info("c", DType::Bool, std::vector<Dim>{}), info("v", DType::F32, std::nullopt)};
+  b->nodes.push_back(make_node("keep", "Identity", {"c"}, "c_out"));
+  b->nodes.push_back(make_node("acc", "Add", {"v", "r"}, "v_out"));
+  b->outputs = {info("c_out", DType::Bool, std::vector<Dim>{}),
+                info("v_out", DType::F32, std::nullopt)};
+  return b;
+}
+
+// x [2, 3], c: r = Relu(x); y = If(c, r·2, −r); z = y + x; seq = SplitToSequence(z) (two rows);
+// s = Sigmoid(seq[1]); n = len(seq); vf = Loop(3 times, v += r) from x. Outputs z, s, n, vf,
+// seq (a sequence output), and e = ConcatFromSequence(seq) · 3 (a device node after a host one).
+Graph host_placed_graph() {
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs = {info("x", DType::F32, std::vector<Dim>{Dim{2, ""}, Dim{3, ""}}),
+              info("c", DType::Bool, std::vector<Dim>{})};
+  g.nodes.push_back(make_node("relu", "Relu", {"x"}, "r"));
+  g.nodes.push_back(make_node("if", "If", {"c"}, "y",
+                              {{"then_branch", graph_attr(branch("then", "Mul"))},
+                               {"else_branch", graph_attr(branch("else", "Neg"))}}));
+  g.nodes.push_back(make_node("add", "Add", {"y", "x"}, "z"));
+  g.nodes.push_back(make_node("split", "SplitToSequence", {"z"}, "seq", {}, 11));
+  g.nodes.push_back(
+      make_node("one", "Constant", {}, "one", {{"value", attr_t(Tensor::scalar<int64_t>(1))}}));
+  g.nodes.push_back(make_node("at", "SequenceAt", {"seq", "one"}, "a", {}, 11));
+  g.nodes.push_back(make_node("sig", "Sigmoid", {"a"}, "s"));
+  g.nodes.push_back(make_node("len", "SequenceLength", {"seq"}, "n", {}, 11));
+  g.nodes.push_back(
+      make_node("three", "Constant", {}, "m", {{"value", attr_t(Tensor::scalar<int64_t>(3))}}));
+  g.nodes.push_back(make_node_outputs("loop", "Loop", {"m", "", "x"}, {"vf"},
+                                      {{"body", graph_attr(accumulate_body())}}));
+  g.nodes.push_back(
+      make_node("cat", "ConcatFromSequence", {"seq"}, "joined", {{"axis", int_attribute(0)}}, 11));
+  g.nodes.push_back(make_node("scale", "Mul", {"joined", "m_f"}, "e"));
+  g.initializers["m_f"] = Tensor::from_vector<float>({3}, {3, 3, 3});
+  for (const char* o : {"z", "s", "n", "vf", "e"})
+    g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
+  g.outputs.push_back(info("seq", DType::F32, std::nullopt, ValueKind::Sequence));
+  return g;
+}
+
+void check_same(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(gpu.is_tensor());
+  CHECK(gpu.device() == Device::CPU);  // run() returns host tensors
+  REQUIRE(gpu.dtype() == cpu.dtype());
+  REQUIRE(gpu.shape() == cpu.shape());
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    CAPTURE(i);
+    CHECK(gpu.item_as_double(i) == doctest::Approx(cpu.item_as_double(i)).epsilon(1e-6));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a CUDA executor runs If, Loop and the sequence ops on the host, as the CPU does") {
+  if (cuda::device_count() == 0) {
+    std::cout << "SKIPPED: no CUDA device answers (" << cuda::describe_device(0) << ")\n";
+    return;
+  }
+  const Graph g = host_placed_graph();
+  Executor cpu(g);
+  ExecutorOptions o;
+  o.device = Device::CUDA;
+  Executor gpu(g, o);
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {-1.5f, 0.25f, 2, 3, -4, 0.5f});
+  for (const bool c : {true, false}) {
+    CAPTURE(c);
+    const std::map<std::string, Tensor> feeds = {{"x", x}, {"c", Tensor::scalar<bool>(c)}};
+    const std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+    REQUIRE(got.size() == want.size());
+    const char* names[] = {"z", "s", "n", "vf", "e"};
+    for (size_t k = 0; k < 5; ++k) check_same(want[k], got[k], names[k]);
+    // z by hand: r·2 + x or −r + x.
+    for (int64_t i = 0; i < 6; ++i) {
+      const double xi = x.item_as_double(i), r = xi > 0 ? xi : 0;
+      CHECK(got[0].item_as_double(i) == doctest::Approx(c ? 2 * r + xi : xi - r));
+    }
+    CHECK(got[2].item_as_double(0) == 2);
+    REQUIRE(got[5].kind() == ValueKind::Sequence);
+    REQUIRE(got[5].items().size() == 2);
+    for (size_t k = 0; k < 2; ++k) check_same(want[5].items()[k], got[5].items()[k], "seq item");
+  }
+  // The identity on a sequence feed runs on the host too (it used to be refused).
+  Graph id;
+  id.opsets[""] = 13;
+  id.inputs = {info("q", DType::F32, std::nullopt, ValueKind::Sequence)};
+  id.outputs = {info("p", DType::F32, std::nullopt, ValueKind::Sequence)};
+  id.nodes = {make_node("id", "Identity", {"q"}, "p")};
+  Executor idx(id, o);
+  const Tensor seq = Tensor::sequence(DType::F32, {Tensor::zeros(DType::F32, {2})});
+  const auto out = idx.run({{"q", seq}});
+  REQUIRE(out.at(0).kind() == ValueKind::Sequence);
+  CHECK(out.at(0).items().size() == 1);
+}
+
+TEST_CASE("a CUDA graph capture refuses control flow, naming the node") {
+  if (cuda::device_count() == 0) {
+    std::cout << "SKIPPED: no CUDA device answers (" << cuda::describe_device(0) << ")\n";
+    return;
+  }
+  const Graph g = host_placed_graph();
+  ExecutorOptions o;
+  o.device = Device::CUDA;
+  Executor gpu(g, o);
+  const std::map<std::string, Tensor> feeds = {
+      {"x", Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+      {"c", Tensor::scalar<bool>(true)}};
+  gpu.run(feeds);  // eager first: kernels created, constants uploaded
+  DeviceContext* dc = gpu.device_context();
+  REQUIRE(dc);
+  dc->begin_capture();
+  std::string m;
+  try {
+    gpu.run_resident(feeds, {"z"});
+  } catch (const Error& e) {
+    m = e.what();
+  }
+  dc->abort_capture();
+  CAPTURE(m);
+  CHECK(m.find("node 'if' (If, opset 13): control flow runs its subgraphs on the host") !=
+        std::string::npos);
+  CHECK(m.find("cannot be captured") != std::string::npos);
+  // Eager again after the failed capture: still the same results.
+  Executor cpu(g);
+  check_same(cpu.run(feeds).at(0), gpu.run(feeds).at(0), "z after the capture");
+}

@@ -61,7 +61,7 @@ struct RunResult {
   std::string graph;
 };
 
-enum class WithDropout { No, Seeded, Unseeded, Noise, SeededNoise };
+enum class WithDropout { No, Seeded, Unseeded, Noise, SeededNoise, Loop };
 
 // models::mlp(1) with Gaussian noise after its first Relu: h + 0.1·RandomNormalLike(h), the
 // generator unseeded (Philox, a device kernel on CUDA) or seeded (drawn on the host).
@@ -108,12 +108,40 @@ Graph mlp_with_dropout(bool seeded) {
   throw Error("mlp has no Relu");
 }
 
+// models::mlp(1) whose input is first halved twice by a Loop (no parameter in its body: the Loop
+// is off the gradient path; on CUDA it runs on the host, so a step with it is not captured).
+Graph mlp_with_loop() {
+  Graph g = models::mlp(1);
+  const std::string x = g.inputs.at(0).name;
+  for (Node& n : g.nodes)
+    for (std::string& in : n.inputs)
+      if (in == x) in = "x_halved";
+  auto body = std::make_shared<Graph>();
+  body->name = "halve_body";
+  body->opsets[""] = 13;
+  ValueInfo i{"i", DType::I64, std::vector<Dim>{}}, c{"c", DType::Bool, std::vector<Dim>{}},
+      h{"h", DType::F32, std::nullopt};
+  body->inputs = {i, c, h};
+  body->initializers["half"] = Tensor::scalar<float>(0.5f);
+  body->nodes = {oat_test::make_node("keep", "Identity", {"c"}, "c_out"),
+                 oat_test::make_node("halve", "Mul", {"h", "half"}, "h_out")};
+  body->outputs = {ValueInfo{"c_out", DType::Bool, std::vector<Dim>{}},
+                   ValueInfo{"h_out", DType::F32, std::nullopt}};
+  g.initializers["two"] = Tensor::scalar<int64_t>(2);
+  g.nodes.insert(g.nodes.begin(),
+                 oat_test::make_node_outputs("loop", "Loop", {"two", "", x}, {"x_halved"},
+                                             {{"body", oat_test::graph_attr(body)}}));
+  return g;
+}
+
 RunResult train_mlp(Device device, bool graph, const std::string& precision, int64_t samples,
                     double init_scale = 65536.0, WithDropout dropout = WithDropout::No) {
-  const Graph model = dropout == WithDropout::No           ? models::mlp(1)
-                      : dropout == WithDropout::Noise       ? mlp_with_noise(false)
-                      : dropout == WithDropout::SeededNoise ? mlp_with_noise(true)
-                                                            : mlp_with_dropout(dropout == WithDropout::Seeded);
+  const Graph model = dropout == WithDropout::No      ? models::mlp(1)
+                      : dropout == WithDropout::Loop  ? mlp_with_loop()
+                      : dropout == WithDropout::Noise ? mlp_with_noise(false)
+                      : dropout == WithDropout::SeededNoise
+                          ? mlp_with_noise(true)
+                          : mlp_with_dropout(dropout == WithDropout::Seeded);
   train::TrainerConfig cfg;
   cfg.epochs = 2;
   cfg.batch = 32;
@@ -402,6 +430,23 @@ TEST_CASE("Trainer on CUDA: an unseeded RandomNormalLike is captured; a seeded o
   REQUIRE(seeded.losses.size() == cpu_seeded.losses.size());
   for (size_t i = 0; i < seeded.losses.size(); ++i)
     CHECK(seeded.losses[i] == doctest::Approx(cpu_seeded.losses[i]).epsilon(1e-4));
+}
+
+TEST_CASE("Trainer on CUDA: a Loop off the gradient path runs on the host, the step eagerly") {
+  // The Loop halves the input twice; its body runs through a CPU executor in both trainers, and
+  // the CUDA trainer's capture fails naming it, so every step is eager and follows the CPU.
+  const RunResult plain = train_mlp(Device::CPU, false, "fp32", 100);
+  const RunResult cpu = train_mlp(Device::CPU, false, "fp32", 100, 65536.0, WithDropout::Loop);
+  REQUIRE(cpu.losses.size() == 8);
+  CHECK(cpu.losses[0] != plain.losses[0]);  // the halving is in the graph
+  if (!have_gpu()) return;
+  const RunResult gpu = train_mlp(Device::CUDA, true, "fp32", 100, 65536.0, WithDropout::Loop);
+  CAPTURE(gpu.graph);
+  CHECK(gpu.graph.find("off") == 0);
+  CHECK(gpu.graph.find("node 'loop' (Loop") != std::string::npos);
+  REQUIRE(gpu.losses.size() == cpu.losses.size());
+  for (size_t i = 0; i < gpu.losses.size(); ++i)
+    CHECK(gpu.losses[i] == doctest::Approx(cpu.losses[i]).epsilon(1e-4));
 }
 
 TEST_CASE("Trainer on CUDA: FP16 dynamic loss scale skips the same steps as the CPU emulation") {

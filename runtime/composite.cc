@@ -51,6 +51,21 @@ const std::string& Expansion::output(size_t i) const {
   return i < n_.outputs.size() ? n_.outputs[i] : none;
 }
 
+const ValueInfo* Expansion::info(const std::string& value) const {
+  if (const ValueInfo* vi = g_.find_value_info(value)) return vi;
+  const Tensor* t = constant(value);
+  if (!t) return nullptr;
+  auto [it, added] = initializer_info_.try_emplace(value);
+  if (added) {
+    it->second.name = value;
+    it->second.dtype = t->dtype();
+    std::vector<Dim> dims;
+    for (int64_t d : t->shape()) dims.push_back(Dim{d, ""});
+    it->second.shape = std::move(dims);
+  }
+  return &it->second;
+}
+
 DType Expansion::dtype(const std::string& value) const {
   if (value.empty()) return DType::Undefined;
   auto it = g_.initializers.find(value);

@@ -48,7 +48,8 @@ class Expansion {
   const std::string& input(size_t i) const;
   const std::string& output(size_t i) const;
   // What is known of a value (declared or inferred type and shape), or nullptr.
-  const ValueInfo* info(const std::string& value) const { return g_.find_value_info(value); }
+  // An initializer without value_info (exporters need not write one) is described by its tensor.
+  const ValueInfo* info(const std::string& value) const;
   // The value's element type, DType::Undefined when unknown.
   DType dtype(const std::string& value) const;
   // The value's initializer, nullptr when it is not one (a computed or fed value).
@@ -99,6 +100,7 @@ class Expansion {
   std::set<std::string>& taken_nodes_;
   std::vector<Node>& out_;
   LoweringOptions options_;
+  mutable std::map<std::string, ValueInfo> initializer_info_;  // info() of bare initializers
 };
 
 using Expander = void (*)(Expansion& e);

@@ -259,6 +259,17 @@ TEST_CASE("GridSample with symbolic N, H, W, Ho, Wo; an unknown rank fails namin
     CHECK(worst_error(y, r.run(cast_tensor(cast_tensor(x, DType::F32), DType::F64),
                                cast_tensor(cast_tensor(grid, DType::F32), DType::F64))) <= 2e-5);
   }
+  // The grid an initializer without value_info (exporters need not write one; a trainable
+  // grid is one): its tensor gives the rank.
+  const Tensor fixed_grid = cast_tensor(random_f64({1, 2, 3, 2}, 31, -1.5, 1.5), DType::F32);
+  Graph gi = g;
+  gi.inputs.pop_back();
+  gi.initializers["grid"] = fixed_grid;
+  Executor with_initializer(gi);
+  const Tensor x1 = cast_tensor(random_f64({1, 2, 3, 6}, 32, -1, 1), DType::F32);
+  CHECK(worst_error(with_initializer.run({{"X", x1}}).at(0),
+                    r.run(cast_tensor(x1, DType::F64), cast_tensor(fixed_grid, DType::F64))) <=
+        2e-5);
   g.inputs[0].shape = std::nullopt;
   std::string m;
   try {

@@ -35,6 +35,29 @@ TEST_CASE("gradients: binary arithmetic with broadcasting") {
   SUBCASE("Pow") {
     test::check_gradients(binary("Pow", {2, 3}, {2, 3}, 0.5, 2.0));
     test::check_gradients(binary("Pow", {2, 3}, {}, 0.5, 2.0));  // scalar exponent
+    // An integer exponent (Pow 12+): widened for dA; it has no gradient of its own.
+    GradCheckCase c = binary("Pow", {2, 3}, {}, 0.5, 2.0);
+    c.inputs[1] = test::fixed(Tensor::from_vector<int64_t>({2, 3}, {2, 3, -1, 0, 1, 4}));
+    test::check_gradients(c);
+    c.inputs[1] = test::fixed(Tensor::from_vector<int32_t>({3}, {3, -2, 1}));
+    test::check_gradients(c);
+  }
+  SUBCASE("Mod") {
+    // Both forms (fmod 1: C's fmod, 0: Python's %), mixed signs, A/B away from integers (Y
+    // jumps there); B broadcast in the second case.
+    const Tensor a = Tensor::from_vector<float>({2, 3}, {2.3f, -1.7f, 0.4f, 5.2f, -4.1f, 1.1f});
+    const Tensor b = Tensor::from_vector<float>({2, 3}, {1.0f, 0.8f, 1.5f, 2.0f, 1.3f, -0.7f});
+    const Tensor row = Tensor::from_vector<float>({3}, {0.9f, -1.3f, 2.2f});
+    for (const int64_t fmod : {1, 0}) {
+      CAPTURE(fmod);
+      GradCheckCase c;
+      c.op = "Mod";
+      c.attrs["fmod"] = int_attribute(fmod);
+      c.inputs = {test::at(a), test::at(b)};
+      test::check_gradients(c);
+      c.inputs = {test::at(a), test::at(row)};
+      test::check_gradients(c);
+    }
   }
 }
 
@@ -100,13 +123,16 @@ TEST_CASE("build_backward: an op without a gradient builder on the path is named
     g.inputs.push_back(vi);
     return g;
   };
-  Graph hardmax = graph("Hardmax");
+  Graph det = graph("Det");
   CHECK_THROWS_WITH_AS(
-      train::build_backward(hardmax, "loss", {"x"}),
-      doctest::Contains("node 'op_it' (Hardmax, opset 17): op Hardmax has no gradient builder"),
-      Error);
-  // Round is piecewise constant: it passes no gradient (0, as in PyTorch), so x has no path.
-  Graph round = graph("Round");
-  train::BackwardResult bw = train::build_backward(round, "loss", {"x"});
-  CHECK(bw.no_path == std::vector<std::string>{"x"});
+      train::build_backward(det, "loss", {"x"}),
+      doctest::Contains("node 'op_it' (Det, opset 17): op Det has no gradient builder"), Error);
+  // Round and Hardmax are piecewise constant: they pass no gradient (0, as in PyTorch, where
+  // one_hot(argmax(x)) has none), so x has no path.
+  for (const char* op : {"Round", "Hardmax"}) {
+    CAPTURE(op);
+    Graph g = graph(op);
+    train::BackwardResult bw = train::build_backward(g, "loss", {"x"});
+    CHECK(bw.no_path == std::vector<std::string>{"x"});
+  }
 }

@@ -36,18 +36,40 @@ void div_grad(G& c) {
   }
 }
 
+// The element type of a forward value, Undefined when the graph does not say.
+DType dtype_in_graph(const G& c, const std::string& v) {
+  const Graph& g = c.graph();
+  if (auto it = g.initializers.find(v); it != g.initializers.end()) return it->second.dtype();
+  const ValueInfo* vi = g.find_value_info(v);
+  return vi ? vi->dtype : DType::Undefined;
+}
+
 // Pow: Y = A^B.  dA = sum_to(dY·B·A^(B-1), A), dB = sum_to(dY·Y·ln A, B)
+// B may be an integer tensor (Pow 12+); it is then widened to dY's type for dA (and has no dB).
 void pow_grad(G& c) {
   if (c.needs_GI(0)) {
-    std::string one = c.scalar_like(1.0, c.I(1));
-    std::string bm1 = c.emit1("Sub", {c.I(1), one});
+    std::string b = c.I(1);
+    if (!is_floating(dtype_in_graph(c, b))) b = c.emit1("CastLike", {b, c.GO(0)});
+    std::string one = c.scalar_like(1.0, b);
+    std::string bm1 = c.emit1("Sub", {b, one});
     std::string p = c.emit1("Pow", {c.I(0), bm1});
-    std::string t = c.emit1("Mul", {c.emit1("Mul", {c.GO(0), c.I(1)}), p});
+    std::string t = c.emit1("Mul", {c.emit1("Mul", {c.GO(0), b}), p});
     c.set_GI(0, c.sum_to_shape_of(t, c.I(0)));
   }
   if (c.needs_GI(1)) {
     std::string t = c.emit1("Mul", {c.emit1("Mul", {c.GO(0), c.O(0)}), c.emit1("Log", {c.I(0)})});
     c.set_GI(1, c.sum_to_shape_of(t, c.I(1)));
+  }
+}
+
+// Mod (float: fmod 1, C's fmod; fmod 0, Python's %): Y = A − B·q with q = trunc(A/B) or
+// floor(A/B), an integer.  dA = sum_to(dY, A), dB = −sum_to(dY·q, B), q = Round((A − Y)/B)
+// (PyTorch's fmod and remainder backward; A, B where A/B is an integer are jumps of Y).
+void mod_grad(G& c) {
+  if (c.needs_GI(0)) c.set_GI(0, c.sum_to_shape_of(c.GO(0), c.I(0)));
+  if (c.needs_GI(1)) {
+    std::string q = c.emit1("Round", {c.emit1("Div", {c.emit1("Sub", {c.I(0), c.O(0)}), c.I(1)})});
+    c.set_GI(1, c.emit1("Neg", {c.sum_to_shape_of(c.emit1("Mul", {c.GO(0), q}), c.I(1))}));
   }
 }
 
@@ -169,6 +191,7 @@ void register_elementwise_gradients(GradientRegistry& r) {
   r.add(OpId::Mul, {mul_grad, {}});
   r.add(OpId::Div, {div_grad, {}});
   r.add(OpId::Pow, {pow_grad, {}});
+  r.add(OpId::Mod, {mod_grad, {}});
   r.add(OpId::Sum, {sum_grad, {}});
   r.add(OpId::Max, {minmax_grad, {}});
   r.add(OpId::Min, {minmax_grad, {}});

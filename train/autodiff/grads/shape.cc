@@ -308,14 +308,18 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::SpaceToDepth, {space_to_depth_grad, {}});
   r.add(OpId::Trilu, {trilu_grad, {1}});
   // Outputs that carry no gradient: shapes and sizes, indices, comparisons and logic (integers and
-  // booleans), generators from shapes, and the piecewise-constant roundings (derivative 0 almost
-  // everywhere, as in PyTorch). Every input is non-differentiable, so a path through one of them
-  // (x.shape[1] cast to float and used as a divisor, a mask from x > 0) adds nothing to the
-  // gradient instead of stopping the backward pass.
-  for (OpId op : {OpId::Shape, OpId::Size, OpId::ArgMax, OpId::ArgMin, OpId::Equal, OpId::Less,
-                  OpId::Greater, OpId::LessOrEqual, OpId::GreaterOrEqual, OpId::Not, OpId::And,
-                  OpId::Or, OpId::Xor, OpId::IsNaN, OpId::IsInf, OpId::Floor, OpId::Ceil,
-                  OpId::Round, OpId::Sign, OpId::ConstantOfShape, OpId::Range})
+  // booleans), generators from shapes, and the piecewise-constant roundings and Hardmax
+  // (derivative 0 almost everywhere, as in PyTorch). Every input is non-differentiable, so a path
+  // through one of them (x.shape[1] cast to float and used as a divisor, a mask from x > 0) adds
+  // nothing to the gradient instead of stopping the backward pass.
+  for (OpId op : {OpId::Shape,   OpId::Size,        OpId::ArgMax,
+                  OpId::ArgMin,  OpId::Equal,       OpId::Less,
+                  OpId::Greater, OpId::LessOrEqual, OpId::GreaterOrEqual,
+                  OpId::Not,     OpId::And,         OpId::Or,
+                  OpId::Xor,     OpId::IsNaN,       OpId::IsInf,
+                  OpId::Floor,   OpId::Ceil,        OpId::Round,
+                  OpId::Sign,    OpId::Hardmax,     OpId::ConstantOfShape,
+                  OpId::Range})
     r.add(op, {nullptr, {0, 1, 2}});
   // Detection and integer ops (inference only): integer outputs, no gradient through them, as
   // ArgMax (a Gather of the boxes by NonMaxSuppression's indices trains through Gather's data).

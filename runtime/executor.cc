@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -571,6 +573,12 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       const std::string what = e.what();
       if (what.rfind("node '", 0) == 0 && !composite_parts_.count(node.name)) throw;
       throw Error(in_composite(what.rfind("node '", 0) == 0 ? what : cat(node.describe(), ": ", what)));
+    } catch (const std::bad_alloc&) {
+      // A kernel's own buffer (an index table sized by the output) that the host cannot give.
+      throw Error(in_composite(cat(node.describe(), ": out of memory (a host allocation failed)")));
+    } catch (const std::length_error&) {
+      throw Error(in_composite(
+          cat(node.describe(), ": out of memory (a buffer larger than the address space)")));
     } catch (const std::exception& e) {
       throw Error(in_composite(cat(node.describe(), ": ", e.what())));
     }

@@ -193,9 +193,20 @@ ResizeGeometry resize_geometry(const KernelContext& ctx, const ResizeAttrs& a, c
     else
       ctx.fail("needs scales or sizes (both are empty or missing)");
     check_scales(ctx, g.scales, x);
-    for (int d = 0; d < r; ++d)
-      g.y.push_back(static_cast<int64_t>(std::floor(g.scales[d] * static_cast<double>(x[d]))));
+    for (int d = 0; d < r; ++d) {
+      const double out = std::floor(g.scales[d] * static_cast<double>(x[d]));
+      if (out >= 0x1p63)
+        ctx.fail(cat("scales[", d, "] = ", g.scales[d], " resizes axis ", d, " of X ", shape_str(x),
+                     " to more than 2^63 elements"));
+      g.y.push_back(static_cast<int64_t>(out));
+    }
   }
+  // The output's element count must be representable (the kernels size index tables by each
+  // output dim before the output exists; an allocation that big then fails as out of memory).
+  int64_t count = 1;
+  for (int64_t d : g.y)
+    if (d > 0 && __builtin_mul_overflow(count, d, &count))
+      ctx.fail(cat("the output ", shape_str(g.y), " has more than 2^63 elements"));
   g.roi = roi_of(ctx, a, x, roi);
   return g;
 }

@@ -1,6 +1,7 @@
 // Bad input, generated: ONNX's conformance node models (libonnx-testdata) with one to three
 // structured mutations each (tests/fuzz/model_mutator.h), and sometimes a mutated input tensor,
-// run through the real binary's `infer`, `inspect --precision fp16` and `convert`. Whatever the
+// run through the real binary's `infer`, `inspect --precision fp16` and `convert`, and the same
+// models made trainable through `train` (fp32, fp16 or bf16, two steps). Whatever the
 // mutation, the binary must either succeed or exit 1 with an `error: ...` line that is ours (not
 // a bare standard-library message such as "vector::_M_range_check"), within the time limit and
 // without leaving an output behind; a crash, an abort, a hang or another exit status fails.
@@ -190,6 +191,131 @@ TEST_CASE("mutated conformance models end in a result or in a named error, never
   MESSAGE("fuzz: seed " << seed << ", iterations " << first << ".." << first + iterations - 1
                         << ": " << succeeded << " runs succeeded, " << refused
                         << " ended in a named error, " << failures.size() << " failed");
+  std::string all;
+  for (const auto& f : failures) all += f + "\n";
+  CHECK_MESSAGE(failures.empty(), all);
+}
+
+namespace {
+
+// A conformance case made trainable: input 0 (float32, a batch along dim 0) is the data, scaled
+// first by a parameter fuzz_w of its per-sample shape (ones), so every op's data input has a
+// gradient; the other inputs become initializers with the test data's values (float ones are
+// parameters too); output 0 (float32, the same batch) is the MSE target. False when the case does
+// not fit (another input 0 or output 0 type, a scalar, an empty batch).
+bool make_trainable(const Case& c, onnx::ModelProto& m, const TempDir& dir, int64_t& batch) {
+  const fs::path out0 = c.dir / "test_data_set_0" / "output_0.pb";
+  if (c.inputs.empty() || !fs::exists(out0)) return false;
+  oat::Tensor x, y;
+  try {
+    x = oat::onnx_loader::read_tensor_pb(c.inputs[0].string()).tensor;
+    y = oat::onnx_loader::read_tensor_pb(out0.string()).tensor;
+  } catch (const oat::Error&) {
+    return false;  // a sequence or optional
+  }
+  if (x.dtype() != oat::DType::F32 || y.dtype() != oat::DType::F32 || x.rank() == 0 ||
+      y.rank() == 0 || x.dim(0) == 0 || x.dim(0) != y.dim(0))
+    return false;
+  m = parse<onnx::ModelProto>(c.dir / "model.onnx");
+  onnx::GraphProto& g = *m.mutable_graph();
+  if (g.input_size() != static_cast<int>(c.inputs.size())) return false;
+  const std::string data = g.input(0).name();
+  for (size_t k = 1; k < c.inputs.size(); ++k) {
+    onnx::TensorProto t = parse<onnx::TensorProto>(c.inputs[k]);
+    t.set_name(g.input(static_cast<int>(k)).name());
+    *g.add_initializer() = t;
+  }
+  while (g.input_size() > 1) g.mutable_input()->RemoveLast();
+  for (auto& n : *g.mutable_node())
+    for (auto& in : *n.mutable_input())
+      if (in == data) in = "fuzz_scaled";
+  onnx::TensorProto& w = *g.add_initializer();
+  w.set_name("fuzz_w");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  for (int d = 1; d < x.rank(); ++d) w.add_dims(x.dim(d));
+  for (int64_t i = 0; i < x.numel() / x.dim(0); ++i) w.add_float_data(1.0f);
+  onnx::NodeProto scale;
+  scale.set_name("fuzz_scale");
+  scale.set_op_type("Mul");
+  scale.add_input(data);
+  scale.add_input("fuzz_w");
+  scale.add_output("fuzz_scaled");
+  g.mutable_node()->Add(std::move(scale));
+  std::rotate(g.mutable_node()->rbegin(), g.mutable_node()->rbegin() + 1, g.mutable_node()->rend());
+  oat::onnx_loader::write_npy(x, dir / "x.npy");
+  oat::onnx_loader::write_npy(y, dir / "y.npy");
+  batch = x.dim(0);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("conformance models made trainable train two steps or refuse by name, mutated or not") {
+  // `train` (autodiff, mixed precision, the optimizer) on every kind of op: each case's data input
+  // scaled by a parameter, its other inputs parameters or constants, an MSE loss against its
+  // expected output; half of them also mutated. Success, or exit 1 with one of our errors and no
+  // trained model left behind (an op without a gradient, a loss that became NaN: named errors).
+  const std::vector<Case> cases = node_cases();
+  REQUIRE(cases.size() > 100);
+  const uint64_t seed = static_cast<uint64_t>(env_int("OAT_FUZZ_SEED", 20261201));
+  const int64_t first = env_int("OAT_FUZZ_FIRST", 0);
+  const int64_t iterations = env_int("OAT_FUZZ_ITERATIONS", 100) / 2;
+  const char* keep = std::getenv("OAT_FUZZ_KEEP");
+  std::vector<std::string> failures;
+  int64_t trained = 0, refused = 0;
+  for (int64_t it = first; it < first + iterations; ++it) {
+    oat_fuzz::Rng rng(seed * 15485863u + static_cast<uint64_t>(it));
+    TempDir dir;
+    onnx::ModelProto m;
+    int64_t batch = 0;
+    const Case* c = nullptr;
+    for (int tries = 0; tries < 50 && !c; ++tries) {
+      const Case& k = cases[static_cast<size_t>(oat_fuzz::detail::below(rng, cases.size()))];
+      if (make_trainable(k, m, dir, batch)) c = &k;
+    }
+    REQUIRE(c);
+    std::vector<std::string> did;
+    if (oat_fuzz::detail::below(rng, 2) == 0)
+      for (int64_t k = 1 + oat_fuzz::detail::below(rng, 2), tries = 0; k > 0 && tries < 20;
+           ++tries) {
+        const std::string d = oat_fuzz::mutate_model(m, rng);
+        if (!d.empty()) did.push_back(d), --k;
+      }
+    const std::string model = dir / "model.onnx", out = dir / "trained.onnx";
+    save(m, model);
+    const std::string precision =
+        oat_fuzz::detail::pick(rng, std::vector<std::string>{"fp32", "fp16", "bf16"});
+    const std::vector<std::string> args = {
+        "train",       model,     "--train-x", dir / "x.npy", "--train-y", dir / "y.npy",
+        "--loss",      "mse",     "--steps",   "2",           "--batch",   std::to_string(batch),
+        "--precision", precision, "-o",        out,           "--threads", "1",
+        "--log-every", "1000"};
+    const Outcome o = run(args, dir);
+    const bool left = fs::exists(out);
+    const std::string bad = judge(o, o.status != 0 && left);
+    (o.status == 0 ? trained : refused) += 1;
+    if (o.status == 0 && !left) {
+      failures.push_back("iteration " + std::to_string(it) + ": trained but wrote no model");
+      continue;
+    }
+    if (bad.empty()) continue;
+    std::string what = "iteration " + std::to_string(it) + ", " + c->dir.filename().string() +
+                       ", `train --precision " + precision + "`: " + bad + "\n    mutations:";
+    for (const auto& d : did) what += " [" + d + "]";
+    failures.push_back(what);
+    if (keep) {
+      const fs::path k = fs::path(keep) / ("train_iteration_" + std::to_string(it));
+      fs::create_directories(k);
+      fs::copy(dir.path, k, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      std::string cmd = "onnx-amp-train";
+      for (const auto& a : args) cmd += " " + quote(a);
+      write_bytes((k / "command.txt").string(), cmd + "\n" + what + "\n");
+    }
+  }
+  MESSAGE("fuzz (train): seed " << seed << ", iterations " << first << ".."
+                                << first + iterations - 1 << ": " << trained << " trained, "
+                                << refused << " ended in a named error, " << failures.size()
+                                << " failed");
   std::string all;
   for (const auto& f : failures) all += f + "\n";
   CHECK_MESSAGE(failures.empty(), all);

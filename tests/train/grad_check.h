@@ -221,10 +221,12 @@ inline void check_gradients(const GradCheckCase& c) {
   }
 }
 
-// dLoss/dX for loss = ReduceSum(op(X)) (keepdims 0, so dY = 1) through the autodiff graph, X
-// fed as given (any float dtype; the seed is 1 in X's dtype).
+// dLoss/dX for loss = ReduceSum(op(X, constants...)) (keepdims 0, so dY = 1) through the
+// autodiff graph, X fed as given (any float dtype; the seed is 1 in X's dtype), the constants
+// (indices, shapes) as initializers.
 inline Tensor sum_gradient(const std::string& op, const Tensor& x,
-                           std::map<std::string, Attribute> attrs, int64_t opset = 17) {
+                           std::map<std::string, Attribute> attrs, int64_t opset = 17,
+                           const std::vector<Tensor>& constants = {}) {
   Graph g;
   g.opsets[""] = opset;
   ValueInfo vi;
@@ -238,6 +240,10 @@ inline Tensor sum_gradient(const std::string& op, const Tensor& x,
   n.opset = opset;
   n.attrs = std::move(attrs);
   n.inputs = {"x"};
+  for (size_t k = 0; k < constants.size(); ++k) {
+    n.inputs.push_back("c" + std::to_string(k + 1));
+    g.initializers[n.inputs.back()] = constants[k];
+  }
   n.outputs = {"y"};
   Node s;
   s.name = "sum";

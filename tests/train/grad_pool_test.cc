@@ -131,6 +131,24 @@ TEST_CASE("MaxPool and GlobalMaxPool gradients go to the first maximum on ties (
   CHECK(dy.to_float_vector() == std::vector<float>{0, 1, 0, 0, 1, 0, 0, 0});
 }
 
+TEST_CASE("gradients: MaxUnpool gathers dY at the indices (PyTorch's rule)") {
+  // X [1, 2, 2, 2] into [1, 2, 4, 4] (inferred) or [1, 2, 5, 5] (output_shape): each element one
+  // flat index of its own, anywhere in the whole tensor (channel 1's point into channel 0 too).
+  const Tensor idx = Tensor::from_vector<int64_t>({1, 2, 2, 2}, {0, 3, 9, 14, 17, 22, 5, 31});
+  GradCheckCase c =
+      pool("MaxUnpool", {1, 2, 2, 2}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  c.inputs.push_back(test::fixed(idx));
+  test::check_gradients(c);
+  c.inputs.push_back(test::fixed(Tensor::from_vector<int64_t>({4}, {1, 2, 5, 5})));
+  test::check_gradients(c);
+  // Two elements sharing an index (overlapping windows): only the later one's value reaches Y,
+  // yet both get dY there, as PyTorch's gather does.
+  const Tensor x = Tensor::from_vector<float>({1, 1, 1, 2}, {3, 4});
+  const Tensor dx = test::sum_gradient("MaxUnpool", x, {{"kernel_shape", ints({1, 2})}}, 17,
+                                       {Tensor::from_vector<int64_t>({1, 1, 1, 2}, {1, 1})});
+  CHECK(dx.to_float_vector() == std::vector<float>{1, 1});
+}
+
 TEST_CASE("MaxPool 2x2 stride 2 gradient: ties, NaN, -inf, odd sizes, threaded") {
   // W = 19 runs on one thread; W = 75 (1.3M elements, above 4 * kParallelMinElements) on all.
   for (const int64_t W : {19, 75}) {

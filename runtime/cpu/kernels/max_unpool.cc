@@ -11,8 +11,8 @@
 // 2x2 are 5x5 positions. (ONNX's test_maxunpool_export_with_output_shape instead scatters into the
 // 4x4 inferred shape and pads; the conformance test lists it as a deviation, onnx/onnx#2398.)
 // Attributes: kernel_shape (required), strides (default 1), pads (default 0). Every index must
-// lie in [0, numel(Y)). Data movement, so any dtype (bytes). Inference only: autodiff has no
-// gradient for MaxUnpool (training through it is refused, naming the node).
+// lie in [0, numel(Y)). Data movement, so any dtype (bytes). It trains: dX gathers dY at I
+// (train/autodiff/grads/conv.cc, PyTorch's rule).
 #include <cstring>
 
 #include "runtime/cpu/kernels/max_unpool_args.h"

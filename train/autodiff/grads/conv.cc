@@ -67,6 +67,18 @@ void global_max_pool_grad(G& c) {
   c.set_GI(0, c.emit_grad_op("GlobalMaxPoolGrad", {c.GO(0), c.I(0)}));
 }
 
+// MaxUnpool:  Y.flat[I.flat[j]] = X.flat[j]  ->  dX.flat[j] = dY.flat[I.flat[j]]:
+//   dX = Reshape(Gather(Flatten(dY, 0), I, axis 1), shape(X))
+// as PyTorch's max_unpool backward (a gather): an index two elements share (overlapping pooling
+// windows) gives the gradient to both, though only the later one's value reached Y. I and
+// output_shape are integers.
+void max_unpool_grad(G& c) {
+  if (c.GO(0).empty()) return;
+  const std::string flat = c.emit1("Flatten", {c.GO(0)}, {{"axis", G::attr_int(0)}});
+  const std::string picked = c.emit1("Gather", {flat, c.I(1)}, {{"axis", G::attr_int(1)}});
+  c.set_GI(0, c.emit1("Reshape", {picked, c.shape_of(c.I(0))}));
+}
+
 Attribute string_attr(const std::string& v) {
   Attribute a;
   a.kind = Attribute::Kind::String;
@@ -133,6 +145,7 @@ void register_conv_gradients(GradientRegistry& r) {
   r.add(OpId::Conv, {conv_grad, {}});
   r.add(OpId::ConvTranspose, {conv_transpose_grad, {}});
   r.add(OpId::MaxPool, {max_pool_grad, {}});
+  r.add(OpId::MaxUnpool, {max_unpool_grad, {1, 2}});
   r.add(OpId::AveragePool, {average_pool_grad, {}});
   r.add(OpId::GlobalAveragePool, {global_average_pool_grad, {}});
   r.add(OpId::GlobalMaxPool, {global_max_pool_grad, {}});

@@ -155,6 +155,26 @@ TEST_CASE("gradients: Gather and GatherElements scatter-add (repeated, negative 
   }
 }
 
+TEST_CASE("gradients: Compress scatters back to the selected slices") {
+  auto cond = [](std::vector<bool> v) {
+    return fixed(Tensor::from_vector<bool>({static_cast<int64_t>(v.size())}, v));
+  };
+  SUBCASE("along axis 1, a negative axis, and no axis (flattened)") {
+    test::check_gradients(
+        op_case("Compress", {in({2, 4, 3}), cond({true, false, true, true})}, {{"axis", int1(1)}}));
+    test::check_gradients(
+        op_case("Compress", {in({2, 4, 3}), cond({false, true, true})}, {{"axis", int1(-1)}}));
+    test::check_gradients(
+        op_case("Compress", {in({2, 3}), cond({true, false, false, true, true})}));
+  }
+  SUBCASE("a condition shorter, or longer, than the axis") {
+    test::check_gradients(
+        op_case("Compress", {in({5, 2}), cond({false, true})}, {{"axis", int1(0)}}));
+    test::check_gradients(op_case("Compress", {in({2, 2}), cond({true, false, true, true, true})},
+                                  {{"axis", int1(0)}}));
+  }
+}
+
 TEST_CASE("gradients: Expand and Tile sum the copies") {
   SUBCASE("Expand") {
     test::check_gradients(op_case("Expand", {in({3, 1}), i64s({2, 1, 4})}));

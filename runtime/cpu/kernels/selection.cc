@@ -1,7 +1,7 @@
-// Ops whose output length depends on the input values: Compress, Unique, NonZero. On CUDA they run on
-// the host, their device inputs downloaded (runtime/cuda/README.md "Host-placed ops"). None has a
-// gradient (training through Compress or Unique is refused, naming the node; NonZero's integer
-// output carries none, as ArgMax's).
+// Ops whose output length depends on the input values: Compress, Unique, NonZero. On CUDA they run
+// on the host, their device inputs downloaded (runtime/cuda/README.md "Host-placed ops"). Compress
+// trains as the Gather it is (train/autodiff/grads/shape.cc); training through Unique is refused,
+// naming the node; NonZero's integer output carries no gradient, as ArgMax's.
 //
 // Compress (opsets 9, 11): the slices of `input` along `axis` whose `condition` (1-D bool) entry
 // is true, in order; without axis, the elements of the flattened input. A condition shorter than

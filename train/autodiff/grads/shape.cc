@@ -124,6 +124,29 @@ void gather_grad(G& c) {
                              copy_attrs(c.node(), {"axis"})));
 }
 
+// Compress: Y[.., j, ..] = X[.., k_j, ..], k_j the j-th true entry of condition (along axis; on
+// the flattened X without one). A Gather by those positions, so its adjoint scatters:
+//   n = X's length along axis (numel(X) without one);  k = Reshape(NonZero(condition[:n]), [-1])
+//   dX = GatherGrad(dY, shape(X), k, axis)   (no axis: GatherGrad(dY, [n], k, 0) reshaped to X)
+// (entries of condition past n select nothing, as in the forward). condition gets none.
+void compress_grad(G& c) {
+  const std::string shape = c.shape_of(c.I(0));
+  const Attribute* axis = c.node().attr("axis");
+  const std::string n =
+      axis ? c.emit1("Gather", {shape, ints_constant(c, {axis->i})}, {{"axis", G::attr_int(0)}})
+           : c.emit1("Reshape", {c.emit1("Size", {c.I(0)}), ints_constant(c, {1})});
+  const std::string cond = c.emit1("Slice", {c.I(1), ints_constant(c, {0}), n});
+  const std::string k = c.emit1("Reshape", {c.emit1("NonZero", {cond}), ints_constant(c, {-1})});
+  if (axis) {
+    c.set_GI(0,
+             c.emit_grad_op("GatherGrad", {c.GO(0), shape, k}, {{"axis", G::attr_int(axis->i)}}));
+    return;
+  }
+  const std::string flat =
+      c.emit_grad_op("GatherGrad", {c.GO(0), n, k}, {{"axis", G::attr_int(0)}});
+  c.set_GI(0, c.emit1("Reshape", {flat, shape}));
+}
+
 // GatherElements: Y[p] = X[p with idx[p] on axis]  ⇒  dX = 0; dX[p with idx[p] on axis] += dY[p]
 void gather_elements_grad(G& c) {
   c.set_GI(0, c.emit_grad_op("GatherElementsGrad", {c.GO(0), c.shape_of(c.I(0)), c.I(1)},
@@ -294,6 +317,7 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::Split, {split_grad, {1}});
   r.add(OpId::Slice, {slice_grad, {1, 2, 3, 4}});
   r.add(OpId::Gather, {gather_grad, {1}});
+  r.add(OpId::Compress, {compress_grad, {1}});
   r.add(OpId::GatherElements, {gather_elements_grad, {1}});
   r.add(OpId::GatherGrad, {gather_grad_grad, {1, 2}});
   r.add(OpId::GatherElementsGrad, {gather_elements_grad_grad, {1, 2}});

@@ -394,6 +394,13 @@ void Trainer::fit(const Dataset& train, const Dataset* val) {
         // does not (the scale cannot help the forward pass), so a run of them stops training.
         if (applied || ++nonfinite_run >= kMaxNonFiniteLosses) {
           step_ = p.step - 1;  // the steps completed before this one (a device may have queued more)
+          // No update before this step: the weights are the model's own, so the data (or an
+          // empty output: the mean of nothing) made it, not the learning rate.
+          if (applied && optimizer_step_ == 1)
+            throw Error(cat("the loss is ", loss, " at step ", p.step,
+                            ", before any update changed the weights: the model's output or the "
+                            "targets are not finite for this batch (NaN or Inf in the data, "
+                            "values that overflow, or an empty output)"));
           throw Error(cat("the loss became ", loss, " at step ", p.step,
                           applied ? " (learning rate too high?)"
                                   : cat(" and in the ", kMaxNonFiniteLosses - 1,

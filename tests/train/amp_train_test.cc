@@ -460,10 +460,20 @@ TEST_CASE("amp: a forward pass that overflows FP16 skips its step; one that alwa
   CHECK_THROWS_WITH_AS(u.fit(data, nullptr), doctest::Contains("the forward pass overflows"), Error);
   CHECK(u.step() == 49);  // the 50th non-finite loss in a row throws
 
-  // Without loss scaling the first non-finite loss stops the run.
+  // Without loss scaling the first non-finite loss stops the run: here at step 2, after the
+  // first update (1e30 inputs give huge gradients), so the learning rate is blamed.
   train::TrainerConfig plain = regression_config(DType::F32, train::LossScaleMode::None);
   plain.max_steps = 4;
   train::Trainer v(model, plain);
   CHECK_THROWS_WITH_AS(v.fit(data, nullptr), doctest::Contains("learning rate too high?"), Error);
   CHECK(v.step() < 4);
+  // Targets near FLT_MAX (finite, so the data check lets them through): their square overflows
+  // at step 1, before any update (W starts at 0); the data is blamed, not the learning rate.
+  for (int64_t i = 0; i < data.targets.numel(); ++i) data.targets.data<float>()[i] = 3e38f;
+  train::Trainer w(model, plain);
+  CHECK_THROWS_WITH_AS(w.fit(data, nullptr),
+                       doctest::Contains("at step 1, before any update changed the weights: the "
+                                         "model's output or the targets are not finite"),
+                       Error);
+  CHECK(w.step() == 0);
 }

@@ -49,7 +49,8 @@ class Storage {
 // What a Tensor object holds: a tensor, or one of ONNX's non-tensor values, a sequence of
 // tensors or an optional (a tensor, a sequence, or nothing). The non-tensor values travel as
 // Tensor objects so the executor, If, Loop and the kernel interface pass them like any value;
-// the sequence and optional ops read them (runtime/cpu/kernels/sequence.cc, CPU only). Such a
+// the sequence and optional ops read them (runtime/cpu/kernels/sequence.cc; on the host in every
+// executor). Such a
 // value has no storage and the shape [0] (nbytes() 0), its dtype is the element type, and
 // data<T>() on it throws; the executor gives non-tensor inputs only to the ops that take them.
 enum class ValueKind : uint8_t { Tensor, Sequence, Optional };

@@ -1,5 +1,6 @@
 // Control flow: If (opset 1/11/13/16), Loop (1/11/13/16) and Scan (8/9/11/16), on the CPU, for
-// inference (autodiff has no gradient for them; the CUDA backend has no kernels for them).
+// inference (autodiff has no gradient for them; the CUDA backend has no kernels for them, and a
+// CUDA executor runs these on the host: runtime/cuda/context.cc).
 //
 // Each subgraph runs through its own CPU Executor, built once with the kernel (the Executor makes
 // one kernel per node and dtype key) and reused for every iteration and every call. Values the

@@ -1,5 +1,6 @@
 // Sequences and optionals (ONNX opsets 11-18; values of ValueKind Sequence / Optional, held as
-// Tensor objects: runtime/tensor.h). CPU only, no gradients. A sequence is immutable: every op
+// Tensor objects: runtime/tensor.h). CPU kernels only (a CUDA executor places these ops on the
+// host: runtime/cuda/context.cc), no gradients. A sequence is immutable: every op
 // makes a new one that shares its items' storage.
 //
 // SequenceEmpty(; dtype = FLOAT) -> S = []             SequenceConstruct(T₁..Tₙ) -> [T₁..Tₙ]

@@ -332,9 +332,9 @@ void check_scatter_nd_updates(Expansion& e, const Flat& f) {
 
 // ScatterND with mul/max/min on the flat form, as ScatterReduce along axis 0: with
 // t = rank(data) − k tail dims and N update rows,
-//   rows = Reshape(Expand(Unsqueeze(lin, t trailing axes), indices.shape[:-1] + tail), [N,
-//   tail...]) Y = Reshape(ScatterReduce(flat, rows, Reshape(updates, [N, tail...]), axis 0),
-//   shape(data))
+//   rows = Reshape(Expand(Unsqueeze(lin, t trailing axes), indices.shape[:-1] + tail),
+//                  [N, tail...])
+//   Y = Reshape(ScatterReduce(flat, rows, Reshape(updates, [N, tail...]), axis 0), shape(data))
 void expand_scatter_nd_reduce(Expansion& e, const Flat& f, const std::string& red, DType t) {
   const std::string& data = e.input(0);
   const std::string& updates = e.input(2);

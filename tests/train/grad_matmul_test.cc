@@ -1,7 +1,7 @@
 // Gradients of MatMul and Gemm: double-precision finite-difference checks over every numpy
 // MatMul case (1-D operands, batches, broadcast batch dims) and every Gemm transpose/alpha/beta/C
-// form, and the MatMulGrad kernel in float on shapes big enough for its threaded paths, against
-// direct loops.
+// form, Det's cofactors, and the MatMulGrad kernel in float on shapes big enough for its threaded
+// paths, against direct loops.
 #include <random>
 
 #include "grad_check.h"
@@ -155,4 +155,28 @@ TEST_CASE("MatMulGrad kernel: a dY of the wrong shape is named") {
   Tensor a = random_f32({3, 4}, rng), b = random_f32({4, 5}, rng), dy = random_f32({3, 6}, rng);
   CHECK_THROWS_WITH_AS(run_matmul_grad(dy, a, b),
                        doctest::Contains("gradient dY [3, 6] does not match the product"), Error);
+}
+
+TEST_CASE("gradients: Det is the cofactor matrix (batched, 1x1 to 4x4, a singular matrix)") {
+  auto det = [](Shape s) {
+    GradCheckCase c;
+    c.op = "Det";
+    c.inputs = {in(std::move(s))};
+    c.declare_shapes = true;
+    return c;
+  };
+  test::check_gradients(det({3, 3}));
+  test::check_gradients(det({2, 3, 3}));
+  test::check_gradients(det({2, 1, 4, 4}));
+  test::check_gradients(det({2, 2}));
+  test::check_gradients(det({3, 1, 1}));
+  // Singular (rank 2): det·A⁻ᵀ does not exist, the cofactors do (and are not all zero).
+  GradCheckCase s = det({3, 3});
+  s.inputs = {test::at(Tensor::from_vector<float>({3, 3}, {1, 2, 3, 2, 4, 6, 1, 0, 1}))};
+  test::check_gradients(s);
+  // Without a known matrix size the gradient cannot be laid out: named.
+  GradCheckCase u = det({3, 3});
+  u.declare_shapes = false;
+  CHECK_THROWS_WITH_AS(test::check_gradients(u),
+                       doctest::Contains("the gradient of Det needs the rank of 'x0'"), Error);
 }

@@ -1,6 +1,6 @@
-// Gradients of MatMul and Gemm: one gradient op each (MatMulGrad, GemmGrad) that computes only
-// the gradients asked for, with the GEMMs on the tensors in place (runtime/cpu/kernels/
-// grad_matmul.cc has the kernels).
+// Gradients of MatMul, Gemm and Det. MatMul and Gemm: one gradient op each (MatMulGrad, GemmGrad)
+// that computes only the gradients asked for, with the GEMMs on the tensors in place
+// (runtime/cpu/kernels/ grad_matmul.cc has the kernels).
 #include "train/autodiff/register.h"
 
 namespace oat::train {
@@ -36,11 +36,69 @@ void gemm_grad(G& c) {
     if (c.needs_GI(i) && !out[i].empty()) c.set_GI(i, out[i]);
 }
 
+// A Constant node holding t.
+std::string constant(G& c, Tensor t) {
+  Attribute a;
+  a.kind = Attribute::Kind::Tensor;
+  a.t = std::move(t);
+  return c.emit1("Constant", {}, {{"value", a}});
+}
+
+// Det: Y = det(A), A [*, n, n] (opset 11).  dA = dY · adj(A)ᵀ, the cofactor matrix:
+//   dA[.., i, j] = dY[..] · (−1)^(i+j) · det(A without row i and column j)
+// (Jacobi's formula; det(A)·A⁻ᵀ where A is invertible, and defined where it is not). The n²
+// minors are gathered at once, rows R[i] = (0..n−1 without i) then columns likewise:
+//   M = Transpose(Gather(Gather(A, R, axis −2), R, axis −1), [.., i, j, r, c]),  dA =
+//   Unsqueeze(dY, [−2, −1]) · S · Det(M),  S[i, j] = (−1)^(i+j)
+// n² determinants of (n−1)² matrices: meant for the small matrices Det sees (n ≤ ~16). A's rank
+// and n must be known (declared or inferred).
+void det_grad(G& c) {
+  const Graph& g = c.graph();
+  const std::string& a = c.I(0);
+  const ValueInfo* vi = g.find_value_info(a);
+  std::vector<int64_t> dims;
+  if (auto it = g.initializers.find(a); it != g.initializers.end())
+    dims = it->second.shape();
+  else if (vi && vi->shape)
+    for (const Dim& d : *vi->shape) dims.push_back(d.fixed() ? d.value : -1);
+  const int64_t r = static_cast<int64_t>(dims.size());
+  if (r < 2 || dims[r - 1] < 0 || dims[r - 1] != dims[r - 2])
+    throw Error(cat(c.node().describe(), ": the gradient of Det needs the rank of '", a,
+                    "' and its matrix size n (the last two dims, fixed and equal) to be known"));
+  const int64_t n = dims[r - 1];
+  const std::string dy = c.emit1(
+      "Unsqueeze", {c.GO(0), constant(c, Tensor::from_vector<int64_t>({2}, {r - 2, r - 1}))});
+  if (n == 1) {  // det(A) = a: dA = dY
+    c.set_GI(0, dy);
+    return;
+  }
+  std::vector<int64_t> rest;
+  std::vector<float> sign;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < n; ++k) {
+      if (k != i) rest.push_back(k);
+      sign.push_back((i + k) % 2 ? -1.0f : 1.0f);
+    }
+  const std::string table = constant(c, Tensor::from_vector<int64_t>({n, n - 1}, rest));
+  const std::string rows = c.emit1("Gather", {a, table}, {{"axis", G::attr_int(r - 2)}});
+  const std::string both = c.emit1("Gather", {rows, table}, {{"axis", G::attr_int(r)}});
+  // both: [.., i, r, j, c] (the batch dims, then n, n−1, n, n−1)
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < r - 2; ++d) perm.push_back(d);
+  for (int64_t d : {r - 2, r, r - 1, r + 1}) perm.push_back(d);
+  const std::string minors = c.emit1("Transpose", {both}, {{"perm", G::attr_ints(perm)}});
+  const std::string signs =
+      c.emit1("CastLike", {constant(c, Tensor::from_vector<float>({n, n}, sign)), dy});
+  const std::string cof = c.emit1("Mul", {c.emit1("Det", {minors}), signs});
+  c.set_GI(0, c.emit1("Mul", {dy, cof}));
+}
+
 }  // namespace
 
 void register_matmul_gradients(GradientRegistry& r) {
   r.add(OpId::MatMul, {matmul_grad, {}});
   r.add(OpId::Gemm, {gemm_grad, {}});
+  r.add(OpId::Det, {det_grad, {}});
 }
 
 }  // namespace oat::train

@@ -3,8 +3,9 @@
 // FP32 copies, in_fp32):
 //   for k = 0..M−1: p = argmax_{i ≥ k} |A[i, k]| (the first on ties); swap rows k, p (det = −det);
 //     A[k, k] = 0 ⇒ det = 0; det ·= A[k, k]; A[i, j] −= A[i, k] / A[k, k] · A[k, j] (i, j > k)
-// M = 0 gives 1 (the empty product). Inference only: autodiff has no gradient for Det (training
-// through it is refused, naming the node). On CUDA it runs on the host (runtime/cuda/README.md).
+// M = 0 gives 1 (the empty product). It trains: dA is dY times the cofactor matrix, minors through
+// this kernel (train/autodiff/grads/matmul.cc). On CUDA it runs on the host
+// (runtime/cuda/README.md).
 #include <cmath>
 #include <utility>
 #include <vector>

@@ -123,10 +123,11 @@ TEST_CASE("build_backward: an op without a gradient builder on the path is named
     g.inputs.push_back(vi);
     return g;
   };
-  Graph det = graph("Det");
+  Graph unique = graph("Unique");
   CHECK_THROWS_WITH_AS(
-      train::build_backward(det, "loss", {"x"}),
-      doctest::Contains("node 'op_it' (Det, opset 17): op Det has no gradient builder"), Error);
+      train::build_backward(unique, "loss", {"x"}),
+      doctest::Contains("node 'op_it' (Unique, opset 17): op Unique has no gradient builder"),
+      Error);
   // Round and Hardmax are piecewise constant: they pass no gradient (0, as in PyTorch, where
   // one_hot(argmax(x)) has none), so x has no path.
   for (const char* op : {"Round", "Hardmax"}) {

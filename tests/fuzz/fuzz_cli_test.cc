@@ -111,6 +111,17 @@ Proto parse(const fs::path& p) {
   return m;
 }
 
+// OAT_FUZZ_KEEP: the failing case's folder copied to KEEP/name, with its command and what failed.
+void keep_case(const char* keep, const std::string& name, const TempDir& dir,
+               const std::vector<std::string>& args, const std::string& what) {
+  const fs::path k = fs::path(keep) / name;
+  fs::create_directories(k);
+  fs::copy(dir.path, k, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::string cmd = "onnx-amp-train";
+  for (const auto& a : args) cmd += " " + quote(a);
+  write_bytes((k / "command.txt").string(), cmd + "\n" + what + "\n");
+}
+
 template <class Proto>
 void save(const Proto& m, const std::string& path) {
   std::string bytes;
@@ -178,14 +189,7 @@ TEST_CASE("mutated conformance models end in a result or in a named error, never
                          ", `" + args[0] + "`: " + bad + "\n    mutations:";
       for (const auto& d : did) what += " [" + d + "]";
       failures.push_back(what);
-      if (keep) {
-        const fs::path k = fs::path(keep) / ("iteration_" + std::to_string(it));
-        fs::create_directories(k);
-        fs::copy(dir.path, k, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-        std::string cmd = "onnx-amp-train";
-        for (const auto& a : args) cmd += " " + quote(a);
-        write_bytes((k / "command.txt").string(), cmd + "\n" + what + "\n");
-      }
+      if (keep) keep_case(keep, "iteration_" + std::to_string(it), dir, args, what);
     }
   }
   MESSAGE("fuzz: seed " << seed << ", iterations " << first << ".." << first + iterations - 1
@@ -303,14 +307,7 @@ TEST_CASE("conformance models made trainable train two steps or refuse by name, 
                        ", `train --precision " + precision + "`: " + bad + "\n    mutations:";
     for (const auto& d : did) what += " [" + d + "]";
     failures.push_back(what);
-    if (keep) {
-      const fs::path k = fs::path(keep) / ("train_iteration_" + std::to_string(it));
-      fs::create_directories(k);
-      fs::copy(dir.path, k, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-      std::string cmd = "onnx-amp-train";
-      for (const auto& a : args) cmd += " " + quote(a);
-      write_bytes((k / "command.txt").string(), cmd + "\n" + what + "\n");
-    }
+    if (keep) keep_case(keep, "train_iteration_" + std::to_string(it), dir, args, what);
   }
   MESSAGE("fuzz (train): seed " << seed << ", iterations " << first << ".."
                                 << first + iterations - 1 << ": " << trained << " trained, "

@@ -1,5 +1,6 @@
 #include "cli/check_command.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -11,8 +12,8 @@
 #include "onnx_loader/model.h"
 #include "onnx_loader/tensor_io.h"
 #include "runtime/composite.h"
-#include "runtime/executor.h"
 #include "runtime/cuda/device.h"
+#include "runtime/executor.h"
 #include "runtime/threads.h"
 #include "train/check.h"
 #include "train/data/batches.h"
@@ -73,6 +74,10 @@ CheckCommand::CheckCommand(CLI::App& app) {
                  "fp16: paint Mul/Div nodes reading a constant with max |x| < 6.1e-5, and "
                  "nodes reading one with max |x| > 65504, like any other (by default "
                  "they stay fp32)");
+  cmd_->add_flag("--forward-only", o_.forward_only,
+                 "No loss and no backward pass: the inference model (as `convert` writes it, "
+                 "FP32 inputs/outputs) against the FP32 model, node by node, and each output. "
+                 "Chosen by itself for a model with no float initializer or a non-float output");
   cmd_->add_option("--json", o_.json, "Also write the report as JSON to this file");
   cmd_->add_option("--threads", o_.threads, "CPU threads (0: all cores)");
   cmd_->add_option("--inject-error", o_.inject_error,
@@ -372,12 +377,39 @@ int run_check(const CheckCommandOptions& o) {
   onnx_loader::require_supported_inputs(model);
   const ValueInfo& out = loss_output(model.graph, o.labels);
   c.output = out.name;
+  // Forward only, by the flag or because there is nothing to train or no loss to attach.
+  std::string forward_line;
+  c.forward_only = o.forward_only;
+  if (!c.forward_only) {
+    const bool has_float_init =
+        std::any_of(model.graph.initializers.begin(), model.graph.initializers.end(),
+                    [](const auto& kv) { return is_floating(kv.second.dtype()); });
+    if (!has_float_init)
+      forward_line =
+          "the model has no float initializer, so nothing to train and no gradient "
+          "to compare";
+    else if (out.dtype != DType::Undefined && !is_floating(out.dtype))
+      forward_line = cat("output '", out.name, "' is ", dtype_name(out.dtype),
+                         ", so no loss can be attached to it");
+    if (!forward_line.empty()) {
+      forward_line = cat("forward only: ", forward_line, " (as --forward-only)");
+      c.forward_only = true;
+    }
+  }
+  if (c.forward_only && (!o.loss.empty() || o.loss_scale > 0 ||
+                         o.labels.class_axis != LabelFlags::kAuto || o.labels.ignore_index != -100))
+    throw Error(
+        cat("--loss, --loss-scale, --class-axis and --ignore-index need a forward and "
+            "backward check, and this one is forward only",
+            o.forward_only ? " (--forward-only)" : cat(": ", forward_line)));
   // Without --loss: cross-entropy, unless the output has one unit on its class axis (a dense
   // [N, 1, H, W] map: a denoiser, a one-channel mask), where cross-entropy is 0 with no
   // gradient and the check would compare nothing: then mse, said on a line of its own.
   std::string loss_name = o.loss.empty() ? "cross-entropy" : o.loss;
   std::string loss_line;
-  if (o.loss.empty() && out.shape && out.shape->size() >= 2) {
+  if (c.forward_only) {
+    loss_name = "model";  // no loss: make_check_batch cuts the inputs only
+  } else if (o.loss.empty() && out.shape && out.shape->size() >= 2) {
     try {
       const train::ClassAxis ca =
           train::resolve_class_axis(out, label_options(o.labels, "cross-entropy", nullptr));
@@ -426,6 +458,7 @@ int run_check(const CheckCommandOptions& o) {
   for (const auto& [name, t] : c.extra_inputs)
     std::cout << "input '" << name << "' " << dtype_name(t.dtype()) << " " << shape_str(t.shape())
               << " (" << c_extra_how[name] << ")\n";
+  if (!forward_line.empty()) std::cout << forward_line << "\n";
   if (!loss_line.empty()) std::cout << loss_line << "\n";
   if (!axis_line.empty())
     std::cout << "cross-entropy over " << axis_line << ", labels " << shape_str(target.shape())
@@ -434,8 +467,8 @@ int run_check(const CheckCommandOptions& o) {
   train::CheckReport r = train::run_check(model.graph, input, target, c);
   r.mode = train::check_mode_line(c, why_cpu);
   if (!o.inject_error.empty() && !*fired)
-    throw Error(cat("--inject-error: no node named '", o.inject_error,
-                    "' ran in the training graph"));
+    throw Error(cat("--inject-error: no node named '", o.inject_error, "' ran in the ",
+                    c.forward_only ? "inference" : "training", " graph"));
   std::cout << train::check_table(r) << std::flush;
   if (!o.json.empty()) onnx_loader::write_file_atomic(o.json, train::check_json(r));
   return r.ok() ? 0 : 1;

@@ -35,6 +35,10 @@ struct CheckCommandOptions {
   bool no_out_of_range_fp32 = false;
   std::string json;
   int threads = 0;
+  // --forward-only: no loss, no backward pass; the inference model (what `convert` writes)
+  // against the FP32 model, node by node. Chosen by itself for a model with no float
+  // initializer or whose loss output is not float (nothing to train, no loss to attach).
+  bool forward_only = false;
   // Test hook: every float output of this node on the checked path is multiplied by 1.25
   // (a deliberately broken kernel). Hidden from --help.
   std::string inject_error;

@@ -19,7 +19,8 @@
 #              x fp16, bf16, fp32
 #   export     torchvision ResNet-18 exported by torch.onnx (scripts/export_torchvision.py: eval
 #              export with BN folded, opset 13; training export, opset 15), then `check` on both
-#              x fp16, bf16, fp32; says so and goes on when torchvision is missing
+#              x fp16, bf16, fp32, and `check --forward-only` fp16 on the eval export; says
+#              so and goes on when torchvision is missing
 #   bench      bench/train_vs_torch_amp.py: ours fp32/fp16 vs PyTorch fp32/AMP, samples/s, for
 #              mlp, resnet18-cifar (32x32), resnet18 (224x224), transformer
 #   kernels    bench/cuda_ops.cc: microseconds and GB/s of single kernels (reductions, LayerNormGrad,
@@ -228,15 +229,17 @@ phase_cuda_tests() {
   (cd "$BUILD/tests" && tmo 240 ./cuda_tests --duration=true) >> "$OUT/tests.log" 2>&1
 }
 
-# check_one MODEL.onnx LABEL PRECISION: one `check`, its table in check.log, its JSON kept.
+# check_one MODEL.onnx LABEL PRECISION [BATCH [FLAGS...]]: one `check`, its table in check.log,
+# its JSON kept.
 check_one() {
   local model="$1" label="$2" p="$3" batch="${4:-4}"
+  shift $(( $# < 4 ? $# : 4 ))
   local json="$WORK/check_${label}_${p}.json"
   rm -f "$json"
-  echo "=== check $label $p: onnx-amp-train check $model --device $DEVICE --precision $p --batch $batch" >> "$OUT/check.log"
+  echo "=== check $label $p: onnx-amp-train check $model --device $DEVICE --precision $p --batch $batch $*" >> "$OUT/check.log"
   local t0=$SECONDS
   tmo 150 "$BUILD/onnx-amp-train" check "$model" --device "$DEVICE" --precision "$p" \
-    --batch "$batch" --json "$json" >> "$OUT/check.log" 2>&1
+    --batch "$batch" --json "$json" "$@" >> "$OUT/check.log" 2>&1
   local rc=$?
   local s; s="$(grep -E '^(summary|error)' "$OUT/check.log" | tail -1 | cut -c1-220)"
   [[ $rc -eq 124 ]] && s="timed out"
@@ -290,6 +293,9 @@ phase_export() {
       check_one "$f" "tv_$(basename "$f" .onnx)" "$p" 2 || rc=1
     done
   done
+  # The FP16 inference model (what `convert` writes) against FP32, forward only.
+  f="$WORK"/torchvision/resnet18_eval.onnx
+  [[ -f "$f" ]] && { check_one "$f" tv_resnet18_eval_forward fp16 2 --forward-only || rc=1; }
   (( erc != 0 )) && rc=1
   return $rc
 }

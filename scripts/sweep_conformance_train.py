@@ -8,6 +8,11 @@ part of tests/fuzz/fuzz_cli_test.cc, without mutations, over all cases.
 
   python3 scripts/sweep_conformance_train.py train fp16 [BINARY] [FILTER]
   python3 scripts/sweep_conformance_train.py check fp16 [BINARY] [FILTER]
+  python3 scripts/sweep_conformance_train.py forward fp16 [BINARY] [FILTER]
+
+`forward`: `check --forward-only` (the inference model as `convert` writes it against the FP32
+model) on each case with a float32 input 0, its other inputs initializers, no fuzz_w; the
+failing nodes are counted by op.
 
 Prints BAD for a crash, another exit status, an exit 1 without an `error:` line or a trained
 model left behind after a failure, then the totals and the refusals by message.
@@ -39,7 +44,10 @@ for c in sorted(os.listdir(root)):
         y = numpy_helper.to_array(onnx.load_tensor(outs[0]))
     except Exception:
         continue  # sequences, optionals
-    if (x.dtype != np.float32 or y.dtype != np.float32 or x.ndim == 0 or y.ndim == 0
+    if mode == 'forward':
+        if x.dtype != np.float32 or x.ndim == 0 or x.shape[0] == 0:
+            continue
+    elif (x.dtype != np.float32 or y.dtype != np.float32 or x.ndim == 0 or y.ndim == 0
             or x.shape[0] != y.shape[0] or x.shape[0] == 0):
         continue
     g = m.graph
@@ -55,9 +63,15 @@ for c in sorted(os.listdir(root)):
         for j, v in enumerate(n.input):
             if v == names[0]:
                 n.input[j] = 'fuzz_scaled'
-    g.initializer.append(numpy_helper.from_array(np.ones(x.shape[1:], np.float32), 'fuzz_w'))
-    g.node.insert(0, onnx.helper.make_node('Mul', [names[0], 'fuzz_w'], ['fuzz_scaled'],
-                                           name='fuzz_scale'))
+    if mode != 'forward':
+        g.initializer.append(numpy_helper.from_array(np.ones(x.shape[1:], np.float32), 'fuzz_w'))
+        g.node.insert(0, onnx.helper.make_node('Mul', [names[0], 'fuzz_w'], ['fuzz_scaled'],
+                                               name='fuzz_scale'))
+    else:
+        for n in g.node:
+            for j, v in enumerate(n.input):
+                if v == 'fuzz_scaled':
+                    n.input[j] = names[0]
     d = os.path.join(work, c)
     os.makedirs(d)
     onnx.save(m, d + '/model.onnx')
@@ -68,13 +82,20 @@ for c in sorted(os.listdir(root)):
         cmd = [binary, 'train', d + '/model.onnx', '--train-x', d + '/x.npy', '--train-y',
                d + '/y.npy', '--loss', 'mse', '--steps', '2', '--batch', str(x.shape[0]), '-o',
                out, '--threads', '1', '--precision', prec]
+    elif mode == 'forward':
+        cmd = [binary, 'check', d + '/model.onnx', '--forward-only', '--precision', prec,
+               '--data', d + '/x.npy', '--batch', str(x.shape[0]), '--device', 'cpu']
     else:
         cmd = [binary, 'check', d + '/model.onnx', '--precision', prec, '--data', d + '/x.npy',
                '--loss', 'mse', '--device', 'cpu']
     p = subprocess.run(['timeout', '-k', '5', '60'] + cmd, capture_output=True, text=True)
     err = [l for l in p.stderr.splitlines() if l.startswith('error')]
     res[c] = (p.returncode, err[-1] if err else '')
-    out_of_tolerance = mode == 'check' and 'out of tolerance' in p.stdout + p.stderr
+    out_of_tolerance = mode != 'train' and 'out of tolerance' in p.stdout + p.stderr
+    if out_of_tolerance:
+        fails = [l for l in p.stdout.splitlines() if l.startswith('out of tolerance')]
+        res[c] = (1, 'out of tolerance: ' + '; '.join(l.split('(', 1)[-1][:60] for l in fails))
+        print('FAIL', c, res[c][1], flush=True)
     if (p.returncode not in (0, 1) or (p.returncode == 1 and not err and not out_of_tolerance)
             or (p.returncode == 1 and os.path.exists(out))):
         print('BAD', c, p.returncode, (p.stderr + p.stdout)[-300:], flush=True)

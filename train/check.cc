@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "convert/export.h"
 #include "runtime/cuda/device.h"
 
 namespace oat::train {
@@ -102,6 +103,10 @@ PathRun run_path(const TrainingGraph& tg, Device device, const std::map<std::str
     for (size_t i = 0; i < n.outputs.size() && i < seen.size(); ++i)
       if (!n.outputs[i].empty() && seen[i].defined()) r.values[n.outputs[i]] = seen[i];
   });
+  if (tg.loss.empty()) {  // forward only: the graph's outputs
+    exec.run(feeds);
+    return r;
+  }
   auto out = exec.run(feeds, {tg.loss});
   r.loss = out.at(tg.loss).item_as_double();
   return r;
@@ -225,16 +230,77 @@ const char* precision_name(DType d) {
   return d == DType::F16 ? "fp16" : d == DType::BF16 ? "bf16" : "fp32";
 }
 
+void compare_nodes(CheckReport& rep, const TrainingGraph& ref, const TrainingGraph& mix,
+                   const PathRun& m, const PathRun& r, const std::map<std::string, Tensor>& mfeeds,
+                   double scale, const CheckOptions& o,
+                   const std::map<std::string, std::string>& alias = {});
+
+// Forward only (CheckOptions::forward_only): the reference is the model itself, the checked path
+// the model as `convert` writes it (convert_for_inference: Constants folded into initializers,
+// those read only in low precision stored F16/BF16, Casts inserted, FP32 inputs and outputs); the
+// same node-by-node comparison without gradients, plus every graph output end to end.
+CheckReport run_forward_check(const Graph& model, const Tensor& input, const CheckOptions& o,
+                              CheckReport rep) {
+  rep.forward_only = true;
+  TrainingGraph ref, mix;
+  ref.graph = model;
+  if (o.precision == DType::F32) {
+    mix.graph = model;
+  } else {
+    convert::ExportOptions eo;
+    eo.paint.low = o.precision;
+    if (!o.op_lists.empty()) eo.paint.lists.apply_json_file(o.op_lists);
+    eo.paint.fp32_nodes.insert(o.fp32_nodes.begin(), o.fp32_nodes.end());
+    eo.paint.low_nodes.insert(o.low_nodes.begin(), o.low_nodes.end());
+    eo.paint.out_of_range_fp32 = o.out_of_range_fp32;
+    eo.keep_io_types = true;  // both paths take the same FP32 feeds
+    convert::ConvertedGraph c = convert::convert_for_inference(model, eo);
+    for (const std::string& pin : c.schema_pins)
+      rep.notes.push_back(cat("kept fp32 (ONNX schema): ", pin));
+    for (const std::string& line : c.report.clamped) rep.notes.push_back(cat("clamped: ", line));
+    mix.graph = std::move(c.graph);
+    mix.plan = std::move(c.plan);
+  }
+  std::map<std::string, Tensor> feeds = o.extra_inputs;
+  feeds[data_input_of(model).name] = input;
+  const PathRun m = run_path(mix, o.device, feeds, o.perturb);
+  const PathRun r = run_path(ref, Device::CPU, feeds, nullptr);
+  // A low-precision node that wrote a graph output now writes "<y>_fp16", Cast to y: compare
+  // that value with the reference's y on the node's own row.
+  std::map<std::string, std::string> alias;
+  std::set<std::string> outputs;
+  for (const ValueInfo& v : model.outputs) outputs.insert(v.name);
+  for (const Node& n : mix.graph.nodes)
+    if (n.op == OpId::Cast && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+        outputs.count(n.outputs[0]))
+      alias[n.inputs[0]] = n.outputs[0];
+  compare_nodes(rep, ref, mix, m, r, feeds, 1.0, o, alias);
+  for (const ValueInfo& out : model.outputs) {
+    ValueError e;
+    e.value = out.name;
+    auto a = m.values.find(out.name);
+    auto b = r.values.find(out.name);
+    if (a != m.values.end() && b != r.values.end() && is_floating(a->second.dtype()) &&
+        is_floating(b->second.dtype())) {
+      const Diff d = diff(a->second, b->second);
+      e.add(out.name, d.abs, d.rel());
+    }
+    rep.outputs.push_back(e);
+  }
+  return rep;
+}
+
 }  // namespace
 
 std::string check_mode_line(const CheckOptions& o, const std::string& why_cpu) {
   const char* p = precision_name(o.precision);
+  const std::string fwd = o.forward_only ? ", forward only (the inference model)" : "";
   if (o.device == Device::CUDA)
-    return cat("CUDA-vs-CPU: CUDA ", p, " on ", cuda::describe_device(0),
-               " vs CPU FP32 reference");
-  return cat("CPU-vs-CPU: CPU ", o.precision == DType::F32 ? "fp32" : cat("mixed ", p, " (", p, " CPU kernels)"),
-             " vs CPU FP32 reference",
-             why_cpu.empty() ? "" : cat(" (", why_cpu, ")"));
+    return cat("CUDA-vs-CPU: CUDA ", p, " on ", cuda::describe_device(0), " vs CPU FP32 reference",
+               fwd);
+  return cat("CPU-vs-CPU: CPU ",
+             o.precision == DType::F32 ? "fp32" : cat("mixed ", p, " (", p, " CPU kernels)"),
+             " vs CPU FP32 reference", why_cpu.empty() ? "" : cat(" (", why_cpu, ")"), fwd);
 }
 
 void ValueError::add(const std::string& name, double a, double r) {
@@ -255,6 +321,7 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
   rep.device = o.device;
   if (o.device == Device::CUDA) cuda::require_device();
   rep.mode = check_mode_line(o);
+  if (o.forward_only) return run_forward_check(model, input, o, rep);
 
   TrainingGraphOptions go;
   go.loss = o.loss;
@@ -292,7 +359,16 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
       run_path(ref, Device::CPU, feeds_for(ref, input, target, scale, o.extra_inputs), nullptr);
   rep.loss_ref = r.loss;
   rep.loss_checked = m.loss;
+  compare_nodes(rep, ref, mix, m, r, mfeeds, scale, o);
+  return rep;
+}
 
+namespace {
+
+void compare_nodes(CheckReport& rep, const TrainingGraph& ref, const TrainingGraph& mix,
+                   const PathRun& m, const PathRun& r, const std::map<std::string, Tensor>& mfeeds,
+                   double scale, const CheckOptions& o,
+                   const std::map<std::string, std::string>& alias) {
   // Groups: a forward node with its gradient nodes; parameter-gradient Sums alone; inserted
   // Casts (no counterpart in the reference graph) with their first consumer.
   std::set<std::string> ref_nodes;
@@ -342,9 +418,11 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
     // End-to-end: values that both graphs have.
     if (!inserted)
       for (const auto& v : n.outputs) {
-        if (v.empty() || !m.values.count(v) || !r.values.count(v)) continue;
+        auto al = alias.find(v);
+        const std::string& rv = al != alias.end() && !r.values.count(v) ? al->second : v;
+        if (v.empty() || !m.values.count(v) || !r.values.count(rv)) continue;
         const Tensor& a = m.values.at(v);
-        const Tensor& b = r.values.at(v);
+        const Tensor& b = r.values.at(rv);
         if (!is_floating(a.dtype()) || !is_floating(b.dtype())) continue;
         Diff d = diff(a, b);
         if (is_grad) c.grad.add(v, d.abs / scale, d.rel());
@@ -394,8 +472,9 @@ CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& tar
       rep.worst_ratio = ratio;
     }
   }
-  return rep;
 }
+
+}  // namespace
 
 namespace {
 
@@ -440,15 +519,22 @@ std::string check_table(const CheckReport& r) {
       << num(worst->local.rel) << " in '" << worst->local.value << "', tol " << num(worst->tol)
       << ")";
   }
-  s << "; loss " << r.loss_checked << " vs " << r.loss_ref << " (FP32), loss scale "
-    << r.loss_scale;
-  if (r.overflow_retries) s << " after " << r.overflow_retries << " overflow halvings";
+  if (r.forward_only) {
+    for (const ValueError& e : r.outputs)
+      s << "; output '" << e.value << "' end-to-end abs " << num(e.abs, e.any) << " rel "
+        << num(e.rel, e.any);
+  } else {
+    s << "; loss " << r.loss_checked << " vs " << r.loss_ref << " (FP32), loss scale "
+      << r.loss_scale;
+    if (r.overflow_retries) s << " after " << r.overflow_retries << " overflow halvings";
+  }
   s << "\n";
   auto overflow_text = [&](const NodeCheck& c) {
     const int64_t n = c.overflow_out + c.overflow_grad;
     return cat(n, c.overflow_out ? " output" : " gradient", n == 1 ? " value" : " values",
-               " beyond ", precision_name(c.precision), "'s range (|v| up to ",
-               num(c.overflow_max), ") in '", c.overflow_value, "' at loss scale ", r.loss_scale);
+               " beyond ", precision_name(c.precision), "'s range (|v| up to ", num(c.overflow_max),
+               ") in '", c.overflow_value, "'",
+               r.forward_only ? std::string() : cat(" at loss scale ", r.loss_scale));
   };
   for (const auto& c : r.nodes) {
     if (c.ok && c.overflow_grad)
@@ -485,10 +571,20 @@ std::string check_json(const CheckReport& r) {
   j["notes"] = r.notes;
   j["precision"] = precision_name(r.precision);
   j["device"] = device_name(r.device);
-  j["loss_scale"] = r.loss_scale;
-  j["overflow_retries"] = r.overflow_retries;
-  j["parameter_gradients_finite"] = r.grads_finite;
-  j["loss"] = {{"checked", r.loss_checked}, {"reference", r.loss_ref}};
+  j["forward_only"] = r.forward_only;
+  if (r.forward_only) {
+    j["outputs"] = nlohmann::json::array();
+    for (const ValueError& e : r.outputs) {
+      nlohmann::json o = err(e);
+      if (o.is_null()) o = {{"value", e.value}};  // not a float output: not compared
+      j["outputs"].push_back(o);
+    }
+  } else {
+    j["loss_scale"] = r.loss_scale;
+    j["overflow_retries"] = r.overflow_retries;
+    j["parameter_gradients_finite"] = r.grads_finite;
+    j["loss"] = {{"checked", r.loss_checked}, {"reference", r.loss_ref}};
+  }
   j["nodes"] = nlohmann::json::array();
   for (const auto& c : r.nodes)
     j["nodes"].push_back({{"node", c.node}, {"op", c.op}, {"precision", precision_name(c.precision)},

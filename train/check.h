@@ -61,6 +61,14 @@ struct CheckOptions {
   bool out_of_range_fp32 = true;        // as training: false with --no-out-of-range-fp32
   // The model's other inputs (attention_mask, token_type_ids, ...) for this batch, by name.
   std::map<std::string, Tensor> extra_inputs;
+  // Forward only (`check --forward-only`): no loss and no backward pass. The reference is the
+  // model itself in FP32 (inference mode: BatchNormalization with its running statistics,
+  // Dropout the identity); the checked path is the model as `convert` writes it for inference
+  // (convert_for_inference with FP32 inputs and outputs: low-precision initializers, Casts, the
+  // nodes ONNX's schema keeps FP32), or the model itself for F32, on `device`. Every node's
+  // outputs are compared as above (end-to-end and local; forward overflow fails), and each
+  // graph output end to end. `loss`, `labels`, `output` and `loss_scale` are not used.
+  bool forward_only = false;
   // Test hook (a deliberately broken kernel): called on the checked path after every node, before
   // its outputs are used; it may change them in place.
   std::function<void(const Node&, std::vector<Tensor>&)> perturb;
@@ -108,7 +116,9 @@ struct CheckReport {
   double loss_scale = 1.0;
   int overflow_retries = 0;  // dynamic S: halvings before the gradients were finite
   bool grads_finite = true;  // every parameter gradient of the checked path is finite at S
-  double loss_ref = 0.0, loss_checked = 0.0;
+  double loss_ref = 0.0, loss_checked = 0.0;  // not with forward_only
+  bool forward_only = false;
+  std::vector<ValueError> outputs;  // forward_only: each graph output end to end (value = its name)
   std::vector<NodeCheck> nodes;  // graph order
   size_t failing = 0;
   std::string worst_node;  // the largest local rel / tol
@@ -121,7 +131,9 @@ struct CheckReport {
 // checked path is on the CPU ("--device cpu", or the reason no CUDA device answers).
 std::string check_mode_line(const CheckOptions& options, const std::string& why_cpu = "");
 
-// Runs both paths on (input, target) and compares them. `target` is undefined for LossKind::Model.
+// Runs both paths on (input, target) and compares them. `target` is undefined for LossKind::Model
+// and not used with forward_only; `input` feeds the model's data input (data_input_of), and
+// extra_inputs its other inputs.
 // Throws Error for a model that cannot be trained (build_training_graph's errors) or a batch that
 // does not fit it.
 CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& target,

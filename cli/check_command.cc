@@ -451,6 +451,11 @@ int run_check(const CheckCommandOptions& o) {
   make_check_batch(o, model.graph, c.loss, c.labels, axis_line, input, target, c.extra_inputs,
                    c_extra_how, source);
 
+  if (c.forward_only) {
+    // The batch is cut as float32; an inference model may declare float64 or float16.
+    const ValueInfo& in = train::data_input_of(model.graph);
+    if (is_floating(in.dtype) && input.dtype() != in.dtype) input = cast_tensor(input, in.dtype);
+  }
   std::cout << "check " << train::check_mode_line(c, why_cpu) << "\n";
   std::cout << "model " << o.model << ", batch " << input.dim(0) << " ("
             << source

@@ -8,7 +8,7 @@ part of tests/fuzz/fuzz_cli_test.cc, without mutations, over all cases.
 
   python3 scripts/sweep_conformance_train.py train fp16 [BINARY] [FILTER]
   python3 scripts/sweep_conformance_train.py check fp16 [BINARY] [FILTER]
-  python3 scripts/sweep_conformance_train.py forward fp16 [BINARY] [FILTER]
+  python3 scripts/sweep_conformance_train.py forward fp16 [BINARY] [FILTER] [DEVICE]
 
 `forward`: `check --forward-only` (the inference model as `convert` writes it against the FP32
 model) on each case with a float32 input 0, its other inputs initializers, no fuzz_w; the
@@ -26,6 +26,7 @@ from onnx import numpy_helper
 mode, prec = sys.argv[1], sys.argv[2]
 binary = sys.argv[3] if len(sys.argv) > 3 else 'build/onnx-amp-train'
 only = sys.argv[4] if len(sys.argv) > 4 else ''
+device = sys.argv[5] if len(sys.argv) > 5 else 'cpu'  # check/forward: cuda (a GPU, the emulator)
 root = '/usr/share/libonnx-testdata/data/node'
 work = tempfile.mkdtemp(prefix='oat_sweep_')
 res = {}
@@ -84,13 +85,15 @@ for c in sorted(os.listdir(root)):
                out, '--threads', '1', '--precision', prec]
     elif mode == 'forward':
         cmd = [binary, 'check', d + '/model.onnx', '--forward-only', '--precision', prec,
-               '--data', d + '/x.npy', '--batch', str(x.shape[0]), '--device', 'cpu']
+               '--data', d + '/x.npy', '--batch', str(x.shape[0]), '--device', device]
     else:
         cmd = [binary, 'check', d + '/model.onnx', '--precision', prec, '--data', d + '/x.npy',
-               '--loss', 'mse', '--device', 'cpu']
+               '--loss', 'mse', '--device', device]
     p = subprocess.run(['timeout', '-k', '5', '60'] + cmd, capture_output=True, text=True)
     err = [l for l in p.stderr.splitlines() if l.startswith('error')]
     res[c] = (p.returncode, err[-1] if err else '')
+    if os.environ.get("OAT_SWEEP_VERBOSE") and p.returncode:
+        print("REFUSED", c, (err[-1] if err else "")[:200], flush=True)
     out_of_tolerance = mode != 'train' and 'out of tolerance' in p.stdout + p.stderr
     if out_of_tolerance:
         fails = [l for l in p.stdout.splitlines() if l.startswith('out of tolerance')]

@@ -166,7 +166,11 @@ std::vector<Tensor> local_reference(const Node& node, const Graph& g,
       for (int64_t k = 0; k < a.numel(); ++k) p[k] = std::fabs(p[k]);
       f[in] = a;
     }
-    one.inputs.push_back(ValueInfo{in, f[in].dtype(), std::nullopt});
+    // With its shape: a composite op (LSTM, GridSample: forward-only checks keep them) reads
+    // ranks and sizes from value_info when it expands.
+    std::vector<Dim> dims;
+    for (int64_t d : f[in].shape()) dims.push_back(Dim{d, ""});
+    one.inputs.push_back(ValueInfo{in, f[in].dtype(), std::move(dims)});
   }
   one.nodes.push_back(node);
   std::vector<std::string> fetch;

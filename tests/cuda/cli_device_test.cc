@@ -78,3 +78,30 @@ TEST_CASE("--cudnn-benchmark: check --device cuda passes on the zoo LeNet-5 with
   CHECK(bad.status == 2);
   CHECK(bad.err.find("--cudnn-benchmark") != std::string::npos);
 }
+
+// `check --device cuda --forward-only`: the inference model as `convert` writes it (fp16/bf16
+// weights, Casts, FP32 inputs/outputs) on the device against the FP32 model on the CPU.
+TEST_CASE("check --device cuda --forward-only passes on the zoo LeNet-5 and transformer") {
+  TempDir dir;
+  for (const char* name : {"lenet5", "transformer"}) {
+    const std::string model = dir / (std::string(name) + ".onnx");
+    REQUIRE(run_cli({"zoo", name, "-o", model}, dir).status == 0);
+    for (const char* p : {"fp16", "bf16", "fp32"}) {
+      CAPTURE(name);
+      CAPTURE(p);
+      const CliResult r = run_cli(
+          {"check", model, "--device", "cuda", "--forward-only", "--precision", p, "--batch", "4"},
+          dir);
+      if (cuda::device_count() == 0) {
+        CHECK(r.status == 1);
+        CHECK(r.err.find("no CUDA device") != std::string::npos);
+        continue;
+      }
+      INFO(r.out, r.err);
+      CHECK(r.status == 0);
+      CHECK(r.out.rfind("check CUDA-vs-CPU", 0) == 0);
+      CHECK(r.out.find("forward only") != std::string::npos);
+      CHECK(r.out.find("0 failing") != std::string::npos);
+    }
+  }
+}

@@ -136,6 +136,17 @@ TEST_CASE("a seed reproduces the stream; each run of one executor draws new numb
   CHECK(fvec(d2) == fvec(e2));
   CHECK(fvec(d1) != fvec(d2));
   CHECK(fvec(d1) != fvec(f1));
+  // So do unseeded Bernoulli (mt19937_64 keyed the same way): `check` compares such a node's
+  // draws between its two paths and its own reference run.
+  Tensor p(DType::F32, {256});
+  for (int64_t i = 0; i < p.numel(); ++i) p.data<float>()[i] = 0.5f;
+  auto [g1, g2] = run_twice("Bernoulli", {}, p);
+  auto [h1, h2] = run_twice("Bernoulli", {}, p);
+  auto [k1, k2] = run_twice("Bernoulli", {}, p, "other");
+  CHECK(fvec(g1) == fvec(h1));
+  CHECK(fvec(g2) == fvec(h2));
+  CHECK(fvec(g1) != fvec(g2));
+  CHECK(fvec(g1) != fvec(k1));
 }
 
 TEST_CASE("unseeded RandomUniform / RandomNormal: the Philox formulas, moments, the range") {

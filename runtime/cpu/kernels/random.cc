@@ -4,10 +4,11 @@
 // Seeding (as ONNX Runtime): each kernel instance owns one generator, started once when the
 // kernel is created, from the node's float 'seed' attribute (static_cast<int64_t>(seed)) when it
 // has one, else from the process-wide seed (process_seed(): OAT_RANDOM_SEED when set, else drawn
-// from std::random_device at the first use). The generator then advances: each run draws new
-// numbers (a VAE's noise, a noise layer differ step to step), and a seeded model's sequence of
-// runs is reproducible from process to process. The numbers are not ONNX Runtime's (its engine
-// and distributions are std::default_random_engine's, implementation-defined), only their
+// from std::random_device at the first use) mixed with the node's name and first output, so each
+// executor's instance of one node starts the same stream. The generator then advances: each run
+// draws new numbers (a VAE's noise, a noise layer differ step to step), and a seeded model's
+// sequence of runs is reproducible from process to process. The numbers are not ONNX Runtime's (its
+// engine and distributions are std::default_random_engine's, implementation-defined), only their
 // distribution is.
 //
 // Unseeded RandomNormal / RandomUniform (+Like) draw Philox4x32-10 (philox.h, random_philox.h):
@@ -83,11 +84,13 @@ uint64_t random_philox_key(const Node& n) {
 
 namespace {
 
+// Unseeded: keyed by the process seed and the node, as Philox is, so every executor of the process
+// (`check`'s two paths and its per-node reference; the CPU and a CUDA executor's host placement)
+// starts the same node on the same stream, and another node on another one.
 std::mt19937_64 node_generator(const Node& n) {
   if (n.has_attr("seed"))
     return std::mt19937_64(static_cast<uint64_t>(static_cast<int64_t>(n.attr_float("seed", 0))));
-  static std::atomic<uint64_t> counter{0};
-  return std::mt19937_64(splitmix64(process_seed() + counter.fetch_add(1)));
+  return std::mt19937_64(random_philox_key(n));
 }
 
 // u in [0, 1) with 53 random bits.

@@ -285,6 +285,47 @@ void add_gradient_cases(std::vector<Case>& v) {
                1,
                {{"kernel_shape", attr_ints({2, 2})}},
                {flt({0, 3, 4, 4}), ints({0, 3, 5, 5})}});
+  // Windows cuDNN cannot express: the own gathers of pool_impl.h (ceil mode, dilation,
+  // asymmetric pads). MaxPoolGrad in F32 only, as above: random X has no ties there.
+  v.push_back({"MaxPoolGrad",
+               1,
+               {{"kernel_shape", attr_ints({3, 3})},
+                {"strides", attr_ints({2, 2})},
+                {"ceil_mode", attr_i(1)}},
+               {flt({2, 3, 4, 4}), flt({2, 3, 8, 8})},
+               1,
+               {DType::F32},
+               "ceil mode"});
+  v.push_back({"MaxPoolGrad",
+               1,
+               {{"kernel_shape", attr_ints({2, 2})},
+                {"dilations", attr_ints({2, 1})},
+                {"pads", attr_ints({1, 0, 0, 1})}},
+               {flt({1, 2, 6, 7}), flt({1, 2, 7, 7})},
+               1,
+               {DType::F32},
+               "dilated, asymmetric pads"});
+  v.push_back({"AveragePoolGrad",
+               1,
+               {{"kernel_shape", attr_ints({3, 2})},
+                {"pads", attr_ints({0, 1, 2, 0})},
+                {"dilations", attr_ints({1, 2})},
+                {"ceil_mode", attr_i(1)},
+                {"strides", attr_ints({2, 2})},
+                {"count_include_pad", attr_i(1)}},
+               {flt({1, 2, 4, 3}), ints({1, 2, 7, 6})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "asymmetric pads, dilated, ceil, count_include_pad"});
+  v.push_back({"AveragePoolGrad",
+               1,
+               {{"kernel_shape", attr_ints({2, 2})},
+                {"auto_pad", attr_s("SAME_UPPER")},
+                {"strides", attr_ints({2, 2})}},
+               {flt({2, 3, 3, 3}), ints({2, 3, 5, 5})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "SAME_UPPER, odd total"});
   v.push_back({"GlobalAveragePoolGrad", 1, {}, {flt({2, 3, 1, 1}), ints({2, 3, 5, 4})}});
   v.push_back(
       {"GlobalMaxPoolGrad", 1, {}, {flt({2, 3, 1, 1}), flt({2, 3, 5, 4})}, 1, {DType::F32}});

@@ -46,6 +46,53 @@ void add_nn_cases(std::vector<Case>& v) {
   v.push_back({"GlobalAveragePool", 1, {}, {flt({2, 3, 5, 4})}});
   v.push_back({"AveragePool", 11, {{"kernel_shape", attr_ints({2, 2})}}, {flt({0, 3, 5, 5})}});
   v.push_back({"GlobalMaxPool", 1, {}, {flt({2, 3, 5, 4})}});
+  // Windows cuDNN cannot express, through the own kernels (pool_impl.h): ceil mode (SqueezeNet),
+  // SAME_UPPER with an odd total, dilation, asymmetric pads with count_include_pad.
+  v.push_back({"MaxPool",
+               12,
+               {{"kernel_shape", attr_ints({3, 3})},
+                {"strides", attr_ints({2, 2})},
+                {"ceil_mode", attr_i(1)}},
+               {flt({2, 3, 8, 8})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "ceil mode"});
+  v.push_back({"MaxPool",
+               12,
+               {{"kernel_shape", attr_ints({2, 2})}, {"dilations", attr_ints({2, 2})}},
+               {flt({1, 2, 6, 7})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "dilated"});
+  v.push_back({"AveragePool",
+               11,
+               {{"kernel_shape", attr_ints({2, 2})},
+                {"auto_pad", attr_s("SAME_UPPER")},
+                {"strides", attr_ints({2, 2})}},
+               {flt({2, 3, 5, 5})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "SAME_UPPER, odd total"});
+  v.push_back({"AveragePool",
+               19,
+               {{"kernel_shape", attr_ints({3, 2})},
+                {"pads", attr_ints({0, 1, 2, 0})},
+                {"dilations", attr_ints({1, 2})},
+                {"ceil_mode", attr_i(1)},
+                {"strides", attr_ints({2, 2})},
+                {"count_include_pad", attr_i(1)}},
+               {flt({1, 2, 7, 6})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "asymmetric pads, dilated, ceil, count_include_pad"});
+  v.push_back(
+      {"AveragePool",
+       11,
+       {{"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}, {"ceil_mode", attr_i(1)}},
+       {flt({2, 2, 8})},
+       1,
+       {DType::F32, DType::F16, DType::BF16},
+       "1-D ceil"});
   v.push_back({"BatchNormalization",
                15,
                {},

@@ -6,6 +6,10 @@
 //     forward divides, count_include_pad); cuDNN does not read X or Y in average mode.
 //   GlobalAveragePoolGrad(dY, shape(X)): dX = dY broadcast over the spatial dims / positions.
 //   GlobalMaxPoolGrad(dY, X): MaxPoolGrad over one window covering the plane.
+// Windows cuDNN cannot express (dilation, asymmetric padding, ceil mode) run pool_impl.h's
+// gathers instead: one thread per element of dX summing over the windows that read it
+//   MaxPoolGrad:     dX[i] = Σ dY[o] over windows o whose first maximum is i (the CPU's rule);
+//   AveragePoolGrad: dX[i] = Σ dY[o] / count_o over windows o reading i.
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
@@ -58,30 +62,39 @@ class PoolGradKernel : public OpKernel {
   explicit PoolGradKernel(const Node& n)
       : attrs_(cpu::parse_window_attrs(n)),
         max_(n.op == OpId::MaxPoolGrad),
-        include_pad_(n.attr_int("count_include_pad", 0) != 0) {
-    for (int64_t d : attrs_.dilations)
-      if (d != 1)
-        throw Unsupported(cat(n.describe(), ": dilated pooling has no cuDNN kernel"),
-                          cat(n.op_type, "(dilations)[cuda]"));
-  }
+        include_pad_(n.attr_int("count_include_pad", 0) != 0) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& dy = ctx.input(0);
-    if (max_) {
-      const Tensor& x = ctx.input(1);
-      if (x.dtype() != dy.dtype()) ctx.fail("dY and X must share a dtype");
-      pool_backward(ctx, CUDNN_POOLING_MAX_DETERMINISTIC, pool_window(ctx, attrs_, x.shape()), dy,
-                    x.shape(), &x);
-    } else {
-      const Shape xs = host_input(ctx, 1).to_int_vector();
-      pool_backward(ctx,
-                    include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                 : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-                    pool_window(ctx, attrs_, xs), dy, xs, nullptr);
+    const Tensor* x = max_ ? &ctx.input(1) : nullptr;
+    if (x && x->dtype() != dy.dtype()) ctx.fail("dY and X must share a dtype");
+    const Shape xs = x ? x->shape() : host_input(ctx, 1).to_int_vector();
+    const cpu::Window3 w = cpu::forward_window(ctx, attrs_, xs, attrs_.kernel_shape);
+    if (!cudnn_pool_window(w)) {
+      own_pool_grad(ctx, w, dy, xs, x);
+      return;
     }
+    pool_backward(ctx,
+                  max_           ? CUDNN_POOLING_MAX_DETERMINISTIC
+                  : include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                 : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+                  cudnn_view(w, xs), dy, xs, x);
   }
 
  private:
+  void own_pool_grad(KernelContext& ctx, const cpu::Window3& w, const Tensor& dy, const Shape& xs,
+                     const Tensor* x) const {
+    if (xs.size() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(xs)));
+    Shape y_shape = {xs[0], xs[1]};
+    for (int64_t d : w.out_shape()) y_shape.push_back(d);
+    if (dy.shape() != y_shape)
+      ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the pooled shape ",
+                   shape_str(y_shape)));
+    Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
+    launch_pool_grad(elem_type(dy.dtype()), dy.raw_data(), x ? x->raw_data() : nullptr,
+                     dx.raw_data(), xs[0] * xs[1], pool_geometry(w), include_pad_, stream_of(ctx));
+  }
+
   cpu::WindowAttrs attrs_;
   bool max_;
   bool include_pad_;

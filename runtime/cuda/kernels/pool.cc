@@ -1,9 +1,10 @@
 // Pooling through cuDNN (BatchNormalization: batch_norm.cc).
 //
 // MaxPool / AveragePool: geometry from the CPU's conv_geometry; cuDNN pads symmetrically, has no
-// dilation and computes floor-mode sizes, so windows needing any of those are reported as
-// unsupported rather than approximated. AveragePool divides by the window including padding when
-// count_include_pad = 1, by the real elements otherwise.
+// dilation and computes floor-mode sizes, so windows needing any of those (auto_pad SAME with an
+// odd total, ceil_mode, dilations: SqueezeNet's and GoogLeNet's ceil-mode pools) run own kernels
+// (pool_impl.h: one thread per output, the CPU's window rule). AveragePool divides by the window
+// including padding when count_include_pad = 1, by the real elements otherwise.
 // MaxPool with its Indices output runs an own kernel (pool_impl.cu) on the CPU's window, any
 // window (dilation, asymmetric pads, ceil mode included): Y = the first maximum of each window,
 // Indices = its flat index in X over (N, C, spatial), the spatial part row-major
@@ -50,13 +51,7 @@ class PoolKernel : public OpKernel {
       : attrs_(cpu::parse_window_attrs(n)),
         max_(n.op == OpId::MaxPool),
         include_pad_(n.attr_int("count_include_pad", 0) != 0),
-        column_major_(n.attr_int("storage_order", 0) != 0) {
-    const bool indices = max_ && n.outputs.size() > 1 && !n.outputs[1].empty();
-    for (int64_t d : attrs_.dilations)
-      if (d != 1 && !indices)
-        throw Unsupported(cat(n.describe(), ": dilated pooling has no cuDNN kernel"),
-                          "MaxPool(dilations)[cuda]");
-  }
+        column_major_(n.attr_int("storage_order", 0) != 0) {}
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -65,7 +60,12 @@ class PoolKernel : public OpKernel {
       max_pool_with_indices(ctx);
       return;
     }
-    const PoolWindow w = pool_window(ctx, attrs_, x.shape());
+    const cpu::Window3 cw = cpu::forward_window(ctx, attrs_, x.shape(), attrs_.kernel_shape);
+    if (!cudnn_pool_window(cw)) {
+      own_pool(ctx, cw);
+      return;
+    }
+    const PoolWindow w = cudnn_view(cw, x.shape());
     const cudnnPoolingMode_t mode =
         max_ ? CUDNN_POOLING_MAX
              : (include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
@@ -87,6 +87,21 @@ class PoolKernel : public OpKernel {
                             column_major_, stream_of(ctx));
   }
 
+  // A window cuDNN cannot express, through pool_impl.h's kernels.
+  void own_pool(KernelContext& ctx, const cpu::Window3& w) const {
+    const Tensor& x = ctx.input(0);
+    Shape y_shape = {x.dim(0), x.dim(1)};
+    for (int64_t d : w.out_shape()) y_shape.push_back(d);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    if (max_)
+      launch_max_pool_indices(elem_type(x.dtype()), x.raw_data(), y.raw_data(), nullptr, planes,
+                              pool_geometry(w), false, stream_of(ctx));
+    else
+      launch_avg_pool(elem_type(x.dtype()), x.raw_data(), y.raw_data(), planes, pool_geometry(w),
+                      include_pad_, stream_of(ctx));
+  }
+
   cpu::WindowAttrs attrs_;
   bool max_;
   bool include_pad_;
@@ -104,16 +119,18 @@ void global_pool(KernelContext& ctx) {
 
 }  // namespace
 
-PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, const Shape& x) {
-  const cpu::Window3 w = cpu::forward_window(ctx, attrs, x, attrs.kernel_shape);
+bool cudnn_pool_window(const cpu::Window3& w) {
+  for (int s = 0; s < 3; ++s) {
+    const int64_t floor_out = (w.in[s] + 2 * w.pad[s] - w.k[s]) / w.stride[s] + 1;
+    if (w.dil[s] != 1 || w.pad[s] != w.pad_end[s] || floor_out != w.out[s]) return false;
+  }
+  return true;
+}
+
+PoolWindow cudnn_view(const cpu::Window3& w, const Shape& x) {
   const int sd = std::max(w.nd, 2);
   PoolWindow p;
   for (int s = 3 - sd; s < 3; ++s) {
-    const int64_t floor_out = (w.in[s] + 2 * w.pad[s] - w.k[s]) / w.stride[s] + 1;
-    if (w.pad[s] != w.pad_end[s] || floor_out != w.out[s])
-      throw Unsupported(cat(ctx.node().describe(), ": this window (asymmetric padding or ceil "
-                                                   "mode) has no cuDNN pooling"),
-                        cat(ctx.node().op_type, "(window)[cuda]"));
     p.window.push_back(static_cast<int>(w.k[s]));
     p.pad.push_back(static_cast<int>(w.pad[s]));
     p.stride.push_back(static_cast<int>(w.stride[s]));
@@ -132,6 +149,7 @@ PoolGeometry pool_geometry(const cpu::Window3& w) {
     g.stride[s] = w.stride[s];
     g.dil[s] = w.dil[s];
     g.pad[s] = w.pad[s];
+    g.pad_end[s] = w.pad_end[s];
   }
   return g;
 }

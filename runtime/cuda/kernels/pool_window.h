@@ -14,10 +14,11 @@ struct PoolWindow {
   Shape y_shape;
 };
 
-// The window of MaxPool/AveragePool on X from the op's attributes (CPU geometry); throws
-// Unsupported for what cuDNN cannot express (asymmetric padding, a ceil-mode size change,
-// dilation is checked by the caller).
-PoolWindow pool_window(const KernelContext& ctx, const cpu::WindowAttrs& attrs, const Shape& x);
+// Whether cuDNN's pooling can run the CPU's window w: no dilation, symmetric padding and
+// floor-mode output sizes. The others run the own kernels of pool_impl.h.
+bool cudnn_pool_window(const cpu::Window3& w);
+// The cuDNN view of w (cudnn_pool_window(w) holds) on X of shape x.
+PoolWindow cudnn_view(const cpu::Window3& w, const Shape& x);
 // The CPU's window as the MaxPool-with-Indices kernel reads it (every slot copied).
 PoolGeometry pool_geometry(const cpu::Window3& w);
 // One window over all spatial dims (GlobalAveragePool / GlobalMaxPool).

@@ -396,12 +396,15 @@ int run_check(const CheckCommandOptions& o) {
       c.forward_only = true;
     }
   }
-  if (c.forward_only && (!o.loss.empty() || o.loss_scale > 0 ||
-                         o.labels.class_axis != LabelFlags::kAuto || o.labels.ignore_index != -100))
-    throw Error(
-        cat("--loss, --loss-scale, --class-axis and --ignore-index need a forward and "
-            "backward check, and this one is forward only",
-            o.forward_only ? " (--forward-only)" : cat(": ", forward_line)));
+  auto refuse_training_flags = [&] {
+    if (!o.loss.empty() || o.loss_scale > 0 || o.labels.class_axis != LabelFlags::kAuto ||
+        o.labels.ignore_index != -100)
+      throw Error(
+          cat("--loss, --loss-scale, --class-axis and --ignore-index need a forward and "
+              "backward check, and this one is forward only",
+              o.forward_only ? " (--forward-only)" : cat(": ", forward_line)));
+  };
+  if (c.forward_only) refuse_training_flags();
   // Without --loss: cross-entropy, unless the output has one unit on its class axis (a dense
   // [N, 1, H, W] map: a denoiser, a one-channel mask), where cross-entropy is 0 with no
   // gradient and the check would compare nothing: then mse, said on a line of its own.
@@ -450,6 +453,18 @@ int run_check(const CheckCommandOptions& o) {
   std::string source;
   make_check_batch(o, model.graph, c.loss, c.labels, axis_line, input, target, c.extra_inputs,
                    c_extra_how, source);
+  if (!c.forward_only) {
+    // Float parameters, but none reaches the loss (a Floor or Round between): forward only.
+    const std::string why = train::forward_only_reason(model.graph, c);
+    if (!why.empty()) {
+      forward_line = cat("forward only: ", why,
+                         ", so there is no gradient to compare (as "
+                         "--forward-only)");
+      c.forward_only = true;  // --loss and the label flags were valid, and go unused
+      loss_line.clear();
+      axis_line.clear();
+    }
+  }
 
   if (c.forward_only) {
     // The batch is cut as float32; an inference model may declare float64 or float16.

@@ -88,7 +88,7 @@ for c in sorted(os.listdir(root)):
                '--data', d + '/x.npy', '--batch', str(x.shape[0]), '--device', device]
     else:
         cmd = [binary, 'check', d + '/model.onnx', '--precision', prec, '--data', d + '/x.npy',
-               '--loss', 'mse', '--device', device]
+               '--batch', str(x.shape[0]), '--loss', 'mse', '--device', device]
     p = subprocess.run(['timeout', '-k', '5', '60'] + cmd, capture_output=True, text=True)
     err = [l for l in p.stderr.splitlines() if l.startswith('error')]
     res[c] = (p.returncode, err[-1] if err else '')

@@ -316,6 +316,20 @@ void ValueError::add(const std::string& name, double a, double r) {
   any = true;
 }
 
+std::string forward_only_reason(const Graph& model, const CheckOptions& o) {
+  TrainingGraphOptions go;
+  go.loss = o.loss;
+  go.labels = o.labels;
+  go.output = o.output;
+  try {
+    build_training_graph(model, go);
+  } catch (const NoTrainableParameters& e) {
+    return e.what();
+  } catch (const Error&) {
+  }
+  return "";
+}
+
 CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& target,
                       const CheckOptions& o) {
   if (o.precision != DType::F32 && o.precision != DType::F16 && o.precision != DType::BF16)

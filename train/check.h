@@ -139,6 +139,11 @@ std::string check_mode_line(const CheckOptions& options, const std::string& why_
 CheckReport run_check(const Graph& model, const Tensor& input, const Tensor& target,
                       const CheckOptions& options);
 
+// Why `check` must compare `model` forward only although it has float parameters (no trainable
+// parameter reaches the loss: a Floor or Round between them; every one frozen), or "" when the
+// training graph builds or fails for another reason (run_check then reports that).
+std::string forward_only_reason(const Graph& model, const CheckOptions& options);
+
 // The report as a table (node, op, precision, out abs/rel, grad abs/rel, local rel, tol, ok) and
 // a summary line; and as JSON with the same fields.
 std::string check_table(const CheckReport& r);

@@ -750,7 +750,8 @@ TrainingGraph build_training_graph(const Graph& model, const TrainingGraphOption
       tg.params.push_back(p);
       tg.grads[p] = bw.grads.at(p);
     }
-  if (tg.params.empty()) throw Error("no trainable parameters reach the loss (all frozen?)");
+  if (tg.params.empty())
+    throw NoTrainableParameters("no trainable parameters reach the loss (all frozen?)");
   for (const auto& p : tg.params) {
     const DType t = g.initializers.at(p).dtype();
     if (t == DType::F16 || t == DType::BF16)

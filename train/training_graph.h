@@ -162,6 +162,14 @@ struct TrainingGraph {
   std::map<std::string, CompositeOrigin> composite_parts;
 };
 
+// build_training_graph's error for a model where no trainable parameter reaches the loss (all
+// frozen, or only piecewise-constant ops between them and the loss: Floor, Round, Hardmax):
+// `check` compares such a model forward only instead.
+class NoTrainableParameters : public Error {
+ public:
+  using Error::Error;
+};
+
 // Builds the training graph. Throws Error when the model has no float or integer input, the loss
 // does not fit the output (cross-entropy needs rank >= 2 and labels that fit a class axis;
 // "model" needs a scalar output), an op on

@@ -6,6 +6,7 @@
 #include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
+#include "runtime/registry.h"
 #include "runtime/sequence_ops.h"
 #include "runtime/subgraph.h"
 
@@ -358,6 +359,15 @@ Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>
                     "the captured draw at every step: this step cannot be captured"));
   if (on_device_random) return Device::CUDA;
   if (host_placed(node.op)) return Device::CPU;
+  // Integer and bool nodes whose op has no CUDA kernel in that dtype (index arithmetic the device
+  // kernels, float-only, do not cover: OneHot's wrap of negative indices is a Less on int64 ids)
+  // run on the host, their device inputs downloaded: exact either way, as ONNX Runtime's CPU
+  // fallback. A float node without a device kernel still fails by name.
+  const DType key = kernel_dtype_key(node, inputs);
+  if (key != kAnyDType && !is_floating(key) &&
+      !default_registry().supports(node.op, Device::CUDA, key) &&
+      default_registry().supports(node.op, Device::CPU, key))
+    return Device::CPU;
   // The host when every input is already there and is integer (shape arithmetic) or a scalar
   // (a learning-rate product, Range's bounds): the device would only add copies.
   bool any = false;

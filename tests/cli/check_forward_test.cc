@@ -125,6 +125,27 @@ TEST_SUITE("cli check --forward-only") {
     CHECK(!j["outputs"][0].contains("rel"));
   }
 
+  TEST_CASE("parameters that reach the loss only through Floor: forward only, saying why") {
+    // y = Floor(x · w): w is a float parameter, but Floor's gradient is zero, so no parameter
+    // reaches the loss and there is no gradient to compare.
+    TempDir dir;
+    ModelBuilder mb(13);
+    mb.input("x", kFloat, {"N", 6});
+    mb.init_f32("w", {6}, std::vector<float>(6, 2.5f));
+    mb.output("y", kFloat, {"N", 6});
+    mb.node("Mul", {"x", "w"}, {"xw"}, "scale");
+    mb.node("Floor", {"xw"}, {"y"}, "floor");
+    const std::string json = dir / "r.json";
+    CliResult r = run_cli({"check", mb.save(dir.path / "floor.onnx"), "--device", "cpu", "--loss",
+                           "mse", "--json", json},
+                          dir);
+    INFO(r.out, r.err);
+    REQUIRE(r.status == 0);
+    CHECK(has(r.out, "forward only: no trainable parameters reach the loss"));
+    CHECK(has(first_line(r.out), "forward only"));
+    expect_forward_report(read_json(json), "fp32");
+  }
+
   TEST_CASE(
       "--forward-only on the zoo's LeNet-5 and torchvision ResNet-18 passes in fp16 and bf16") {
     TempDir dir;

@@ -38,6 +38,22 @@ void binary(KernelContext& ctx) {
   binary_into(ctx, Op, ctx.input(0), ctx.input(1), 0);
 }
 
+// Pow(X, Y) with an integer exponent Y (opset 12 on: T1 float, T2 any numeric, as TF exports
+// x**2): Y is cast to X's type on the device first (integers up to 2^24 are exact in float, and
+// the device computes in float anyway), then the float kernel.
+void pow_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() == b.dtype() || !is_integer(b.dtype())) {
+    binary_into(ctx, BinaryOp::Pow, a, b, 0);
+    return;
+  }
+  Tensor bf(a.dtype(), b.shape(), Device::CUDA);
+  launch_cast(elem_type(b.dtype()), elem_type(a.dtype()), b.raw_data(), bf.raw_data(), bf.numel(),
+              stream_of(ctx));
+  binary_into(ctx, BinaryOp::Pow, a, bf, 0);
+}
+
 // PRelu(X, slope): y = X < 0 ? slope·X : X, the slope broadcast unidirectionally to X; before
 // opset 7 a 1-D slope of size C is per channel (prelu_slope.h), as the CPU kernel reads it.
 void prelu(KernelContext& ctx) {
@@ -193,7 +209,7 @@ void register_elementwise(KernelRegistry& r) {
   add_floats(r, OpId::Sub, function_kernel(binary<BinaryOp::Sub>));
   add_floats(r, OpId::Mul, function_kernel(binary<BinaryOp::Mul>));
   add_floats(r, OpId::Div, function_kernel(binary<BinaryOp::Div>));
-  add_floats(r, OpId::Pow, function_kernel(binary<BinaryOp::Pow>));
+  add_floats(r, OpId::Pow, function_kernel(pow_kernel));
   add_floats(r, OpId::PRelu, function_kernel(prelu));
   add_floats(r, OpId::Mod, function_kernel(mod));
   add_floats(r, OpId::IsNaN, function_kernel(predicate<PredicateOp::IsNaN>));

@@ -19,6 +19,44 @@ void add_nn_cases(std::vector<Case>& v) {
                {{"pads", attr_ints({1, 1, 1, 1})}},
                {flt({2, 4, 5, 5}), flt({2, 3, 5, 5}), flt({4, 3, 3, 3})},
                3});
+  // Asymmetric padding (cuDNN pads both ends alike): X padded by the excess first, the gradient
+  // of X cropped back. TF 'same' at stride 2 on an even input (0 before, 1 after), explicit
+  // pads, and 1-D.
+  v.push_back({"Conv",
+               11,
+               {{"auto_pad", attr_s("SAME_UPPER")}, {"strides", attr_ints({2, 2})}},
+               {flt({2, 3, 8, 8}), flt({4, 3, 3, 3}), flt({4})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "SAME_UPPER, stride 2, asymmetric"});
+  v.push_back({"Conv",
+               11,
+               {{"pads", attr_ints({2, 0, 1, 1})}, {"dilations", attr_ints({1, 2})}},
+               {flt({1, 2, 6, 7}), flt({3, 2, 3, 2})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "explicit asymmetric pads, dilated"});
+  v.push_back({"Conv",
+               11,
+               {{"pads", attr_ints({0, 2})}, {"strides", attr_ints({2})}},
+               {flt({2, 3, 9}), flt({2, 3, 3})},
+               1,
+               {DType::F32, DType::F16, DType::BF16},
+               "1-D asymmetric"});
+  v.push_back({"ConvGrad",
+               1,
+               {{"auto_pad", attr_s("SAME_UPPER")}, {"strides", attr_ints({2, 2})}},
+               {flt({2, 4, 4, 4}), flt({2, 3, 8, 8}), flt({4, 3, 3, 3})},
+               3,
+               {DType::F32, DType::F16, DType::BF16},
+               "SAME_UPPER, stride 2, asymmetric"});
+  v.push_back({"ConvGrad",
+               1,
+               {{"pads", attr_ints({2, 0, 1, 1})}, {"dilations", attr_ints({1, 2})}},
+               {flt({1, 3, 7, 6}), flt({1, 2, 6, 7}), flt({3, 2, 3, 2})},
+               3,
+               {DType::F32, DType::F16, DType::BF16},
+               "explicit asymmetric pads, dilated"});
   // empty operands skip cuDNN (0 dims are CUDNN_STATUS_BAD_PARAM): Y = B, zero gradients
   v.push_back({"Conv",
                11,
@@ -129,6 +167,39 @@ void add_nn_cases(std::vector<Case>& v) {
                1,
                all,
                "SAME_LOWER"});
+  // End padding beyond what cuDNN's symmetric padding expresses: Y computed longer, cropped.
+  const std::map<std::string, Attribute> ct_same = {{"auto_pad", attr_s("SAME_UPPER")},
+                                                    {"strides", attr_ints({2, 2})}};
+  const std::map<std::string, Attribute> ct_end = {{"pads", attr_ints({0, 1, 2, 1})},
+                                                   {"strides", attr_ints({2, 2})}};
+  v.push_back({"ConvTranspose",
+               11,
+               ct_same,
+               {flt({1, 2, 3, 3}), flt({2, 3, 3, 3}), flt({3})},
+               1,
+               all,
+               "SAME_UPPER, odd total"});
+  v.push_back({"ConvTranspose",
+               11,
+               ct_end,
+               {flt({2, 2, 4, 4}), flt({2, 3, 3, 3})},
+               1,
+               all,
+               "larger end pads"});
+  v.push_back({"ConvTransposeGrad",
+               1,
+               ct_same,
+               {flt({1, 3, 6, 6}), flt({1, 2, 3, 3}), flt({2, 3, 3, 3})},
+               3,
+               all,
+               "SAME_UPPER, odd total"});
+  v.push_back({"ConvTransposeGrad",
+               1,
+               ct_end,
+               {flt({2, 3, 7, 7}), flt({2, 2, 4, 4}), flt({2, 3, 3, 3})},
+               3,
+               all,
+               "larger end pads"});
   v.push_back({"ConvTranspose",
                11,
                {{"pads", attr_ints({0, 1, 0, 0, 1, 0})}},

@@ -6,8 +6,13 @@
 // (CUDNN_TENSOR_OP_MATH); F32 without TF32 (CUDNN_FMA_MATH) so it matches the CPU reference. Each
 // call runs with the math type cuDNN ranked its algorithm with, always FMA for F32 (cudnn_desc.h:
 // run_math).
-// Geometry (output size, auto_pad) comes from the CPU's conv_geometry; cuDNN pads symmetrically,
-// so a window whose begin and end padding differ is reported as unsupported.
+// Geometry (output size, auto_pad) comes from the CPU's conv_geometry. cuDNN pads both ends
+// alike, so a window whose begin and end padding differ (TF/Keras 'same' with stride 2 on an
+// even input: 0 before, 1 after; a Pad folded into the Conv) runs on X zero-padded by the excess
+// (pad − p before, pad_end − p after, p = min of the two) with symmetric padding p:
+//   Y  = Xp ⋆ W + B,   dXp = BackwardData(W, dY), dX = dXp cropped back,   dW = BackwardFilter(Xp,
+//   dY)
+// (zero_pad.h: one Pad-kernel launch each way).
 //
 //   Y  = X ⋆ W + B                                  (cross-correlation, groups)
 //   dX = cudnnConvolutionBackwardData(W, dY)        dW = ...BackwardFilter(X, dY)
@@ -31,6 +36,7 @@
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/kernels/reduce_impl.h"
+#include "runtime/cuda/kernels/zero_pad.h"
 #include "runtime/cuda/register.h"
 #include "runtime/grad_type.h"
 
@@ -40,6 +46,10 @@ namespace {
 
 struct ConvPlan {
   Shape y_shape;
+  // Asymmetric padding: X is padded by these (per dim of X, 0 for N and C) before cuDNN runs
+  // with the symmetric rest; xp_shape is that padded shape. Empty: no explicit padding.
+  std::vector<int64_t> x_begin, x_end;
+  Shape xp_shape;
   // X or W has no elements: no cuDNN call (its descriptors reject 0 dims); Y = B or zeros, the
   // gradients zeros. Only the descriptors of non-empty tensors are set.
   bool empty = false;
@@ -69,20 +79,31 @@ std::unique_ptr<ConvPlan> make_plan(const KernelContext& ctx, const cpu::WindowA
   for (int64_t d : win.out_shape()) plan->y_shape.push_back(d);
   const int sd = std::max(win.nd, 2);  // cuDNN's spatial rank
   std::vector<int> pad, stride, dil;
+  std::vector<int64_t> x_begin(x.shape().size(), 0), x_end(x.shape().size(), 0);
+  bool asymmetric = false;
   for (int s = 3 - sd; s < 3; ++s) {
-    if (win.pad[s] != win.pad_end[s])
-      throw Unsupported(cat(ctx.node().describe(), ": asymmetric padding (", win.pad[s], " before, ",
-                            win.pad_end[s], " after) has no cuDNN convolution"),
-                        "Conv(asymmetric pads)[cuda]");
-    pad.push_back(static_cast<int>(win.pad[s]));
+    const int64_t p = std::min(win.pad[s], win.pad_end[s]);
+    if (s >= 3 - win.nd) {  // a dim of X (cuDNN's rank may add a leading 1)
+      const size_t d = x.shape().size() - static_cast<size_t>(3 - s);
+      x_begin[d] = win.pad[s] - p;
+      x_end[d] = win.pad_end[s] - p;
+      asymmetric |= x_begin[d] != 0 || x_end[d] != 0;
+    }
+    pad.push_back(static_cast<int>(p));
     stride.push_back(static_cast<int>(win.stride[s]));
     dil.push_back(static_cast<int>(win.dil[s]));
+  }
+  if (asymmetric) {
+    plan->x_begin = x_begin;
+    plan->x_end = x_end;
+    plan->xp_shape = x.shape();
+    for (size_t d = 0; d < x_begin.size(); ++d) plan->xp_shape[d] += x_begin[d] + x_end[d];
   }
   const DType t = x.dtype();
   plan->empty = x.numel() == 0 || w.numel() == 0;
   if (numel(plan->y_shape) > 0) plan->y.set(t, plan->y_shape);
   if (!plan->empty) {
-    plan->x.set(t, x.shape());
+    plan->x.set(t, asymmetric ? plan->xp_shape : x.shape());
     plan->w.set(t, w.shape());
     plan->conv.set(t, pad, stride, dil, group);
   }
@@ -124,6 +145,14 @@ void zero_fill(const KernelContext& ctx, Tensor& t) {
   if (t.nbytes()) CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.nbytes(), stream_of(ctx)));
 }
 
+// X as cuDNN reads it: padded by the plan's excess when the padding is asymmetric.
+Tensor conv_input(KernelContext& ctx, const ConvPlan& p, const Tensor& x) {
+  if (p.xp_shape.empty()) return x;
+  Tensor xp(x.dtype(), p.xp_shape, Device::CUDA);
+  zero_pad_into(ctx, x, xp, p.x_begin);
+  return xp;
+}
+
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const Node& n)
@@ -143,8 +172,9 @@ class ConvKernel : public OpKernel {
     if (p.empty) {  // C = 0 (an empty sum)
       zero_fill(ctx, y);
     } else {
+      const Tensor xp = conv_input(ctx, p, x);
       Tensor ws = cc.scratch(p.fwd.workspace);
-      CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.w.get(),
+      CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.x.get(), xp.raw_data(), p.w.get(),
                                           w.raw_data(), p.conv.with_math(p.fwd.math), p.fwd.algo,
                                           ws.raw_data(), p.fwd.workspace, &kZero, p.y.get(),
                                           y.raw_data()));
@@ -177,16 +207,24 @@ class ConvGradKernel : public OpKernel {
     CudaContext& cc = cuda_context(ctx);
     // grad_type FLOAT with F16/BF16 operands: dW and dB in F32 (F32 operands: nothing changes).
     const bool widen = fp32_weight_grads_ && x.dtype() != DType::F32;
+    const bool padded = !p.xp_shape.empty();
     if (ctx.output_requested(0)) {
       Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
       if (p.empty) {
         zero_fill(ctx, dx);
       } else {
+        // Asymmetric padding: the gradient of the padded X, then its crop back to X.
+        Tensor dxp = padded ? Tensor(x.dtype(), p.xp_shape, Device::CUDA) : dx;
         Tensor ws = cc.scratch(p.bwd_data.workspace);
         CUDNN_CHECK(cudnnConvolutionBackwardData(
             cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.y.get(), dy.raw_data(),
-            p.conv.with_math(p.bwd_data.math), p.bwd_data.algo, ws.raw_data(),
-            p.bwd_data.workspace, &kZero, p.x.get(), dx.raw_data()));
+            p.conv.with_math(p.bwd_data.math), p.bwd_data.algo, ws.raw_data(), p.bwd_data.workspace,
+            &kZero, p.x.get(), dxp.raw_data()));
+        if (padded) {
+          std::vector<int64_t> crop(p.x_begin.size());
+          for (size_t d = 0; d < crop.size(); ++d) crop[d] = -p.x_begin[d];
+          zero_pad_into(ctx, dxp, dx, crop);
+        }
       }
     }
     if (ctx.output_requested(1)) {
@@ -196,9 +234,10 @@ class ConvGradKernel : public OpKernel {
       } else {
         // cuDNN writes dW in X's type: with `widen`, into scratch, then one F16/BF16 -> F32 cast.
         Tensor dw_low = widen ? Tensor(w.dtype(), w.shape(), Device::CUDA) : dw;
+        const Tensor xp = conv_input(ctx, p, x);
         Tensor ws = cc.scratch(p.bwd_filter.workspace);
         CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-            cc.cudnn(), &kOne, p.x.get(), x.raw_data(), p.y.get(), dy.raw_data(),
+            cc.cudnn(), &kOne, p.x.get(), xp.raw_data(), p.y.get(), dy.raw_data(),
             p.conv.with_math(p.bwd_filter.math), p.bwd_filter.algo, ws.raw_data(),
             p.bwd_filter.workspace, &kZero, p.w.get(), dw_low.raw_data()));
         if (widen)

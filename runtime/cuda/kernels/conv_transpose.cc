@@ -23,9 +23,12 @@
 //   out + 2p − dk = stride·(in − 1) + output_padding + p − pad_end,
 // so the condition is 0 ≤ output_padding + p − pad_end < stride (symmetric pads with
 // output_padding < stride always qualify; so does an output_shape up to stride − 1 −
-// output_padding beyond the natural size, pad_end then being negative). Windows whose end padding
-// is larger (SAME_UPPER with an odd total, larger explicit end pads) and negative pads are
-// reported as unsupported, as conv.cc reports asymmetric Conv padding.
+// output_padding beyond the natural size, pad_end then being negative). Where the end padding is
+// larger (SAME_UPPER with an odd total, as Keras' Conv2DTranspose(padding='same', strides=2)
+// exports; larger explicit end pads), Y is computed e = pad_end − p − output_padding longer at
+// the end (its end padding e smaller, which makes the condition hold) and cropped to its length;
+// the gradients read dY zero-padded by e (zero_pad.h). Negative begin pads and end pads too small
+// for any length are reported as unsupported.
 // Empty tensors (N = 0, no channels) skip cuDNN: Y = B (or 0), dW = 0, dB = 0.
 #include "runtime/cuda/kernels/conv_transpose.h"
 
@@ -41,6 +44,7 @@
 #include "runtime/cuda/kernels/conv_bias.h"
 #include "runtime/cuda/kernels/cudnn_desc.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
+#include "runtime/cuda/kernels/zero_pad.h"
 #include "runtime/cuda/register.h"
 #include "runtime/grad_type.h"
 
@@ -89,6 +93,9 @@ struct ConvTransposeAttrs {
 // convolution runs (Y is then B or zeros, and the gradients zeros).
 struct Plan {
   Shape y_shape;
+  // Y as cuDNN computes it, longer at the end than y_shape where the end padding exceeds what
+  // cuDNN's symmetric padding expresses; empty when equal.
+  Shape yc_shape;
   bool empty = false;
   TensorDesc x, y;  // X [N, C, in...], Y [N, M, out...]
   FilterDesc w;
@@ -112,12 +119,29 @@ std::unique_ptr<Plan> make_plan(const KernelContext& ctx, const ConvTransposeAtt
   auto plan = std::make_unique<Plan>();
   plan->y_shape = {N, M};
   for (int s = 3 - win.nd; s < 3; ++s) plan->y_shape.push_back(win.in[s]);
+  // Extend Y at the end by the least e that gives cuDNN's Conv over it X's length of windows
+  // (span = in + e + 2p − dk must reach stride·(out − 1)).
+  cpu::Window3 wc = win;
+  bool extended = false;
+  for (int s = 3 - win.nd; s < 3; ++s) {
+    const int64_t dk = (win.k[s] - 1) * win.dil[s] + 1;
+    const int64_t e = win.stride[s] * (win.out[s] - 1) - (win.in[s] + 2 * win.pad[s] - dk);
+    if (win.pad[s] >= 0 && e > 0) {
+      wc.in[s] += e;
+      wc.pad_end[s] -= e;
+      extended = true;
+    }
+  }
+  if (extended) {
+    plan->yc_shape = {N, M};
+    for (int s = 3 - win.nd; s < 3; ++s) plan->yc_shape.push_back(wc.in[s]);
+  }
 
   const CudnnConvWindow cw =
-      transposed_conv_window(ctx, win, a.output_padding, x.shape(), w.shape());
+      transposed_conv_window(ctx, extended ? wc : win, a.output_padding, x.shape(), w.shape());
   const DType t = x.dtype();
   plan->empty = x.numel() == 0 || w.numel() == 0;
-  if (numel(plan->y_shape) > 0) plan->y.set(t, plan->y_shape);
+  if (numel(plan->y_shape) > 0) plan->y.set(t, extended ? plan->yc_shape : plan->y_shape);
   if (!plan->empty) {
     plan->x.set(t, x.shape());
     plan->w.set(t, w.shape());
@@ -179,10 +203,14 @@ class ConvTransposeKernel : public OpKernel {
     if (p.empty) {
       zero_fill(ctx, y);
     } else {
+      // Extended (see the top): computed longer, then its leading part is Y.
+      Tensor yc = p.yc_shape.empty() ? y : Tensor(x.dtype(), p.yc_shape, Device::CUDA);
       Tensor ws = cc.scratch(p.forward.workspace);
       CUDNN_CHECK(cudnnConvolutionBackwardData(
           cc.cudnn(), &kOne, p.w.get(), w.raw_data(), p.x.get(), x.raw_data(),
-          p.conv.with_math(p.forward.math), p.forward.algo, ws.raw_data(), p.forward.workspace, &kZero, p.y.get(), y.raw_data()));
+          p.conv.with_math(p.forward.math), p.forward.algo, ws.raw_data(), p.forward.workspace,
+          &kZero, p.y.get(), yc.raw_data()));
+      if (!p.yc_shape.empty()) zero_pad_into(ctx, yc, y, std::vector<int64_t>(y.shape().size(), 0));
     }
     if (b) add_channel_bias(ctx, *b, y);
   }
@@ -215,6 +243,12 @@ class ConvTransposeGradKernel : public OpKernel {
     // grad_type FLOAT with F16/BF16 operands: dW and dB in F32 (F32 operands: nothing changes).
     const bool widen = fp32_weight_grads_ && x.dtype() != DType::F32;
     const DType wt = widen ? DType::F32 : x.dtype();
+    // Extended Y (see the top): the Conv runs over dY zero-padded to that length.
+    Tensor dyc = dy;
+    if (!p.yc_shape.empty() && !p.empty && (ctx.output_requested(0) || ctx.output_requested(1))) {
+      dyc = Tensor(dy.dtype(), p.yc_shape, Device::CUDA);
+      zero_pad_into(ctx, dy, dyc, std::vector<int64_t>(dy.shape().size(), 0));
+    }
     if (ctx.output_requested(2)) {
       const int64_t M = p.y_shape[1];
       Tensor& db = ctx.allocate_output(2, wt, {M});
@@ -225,9 +259,10 @@ class ConvTransposeGradKernel : public OpKernel {
       if (dx.numel() > 0 && p.empty) zero_fill(ctx, dx);
       if (!p.empty) {
         Tensor ws = cc.scratch(p.grad_x.workspace);
-        CUDNN_CHECK(cudnnConvolutionForward(
-            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.w.get(), w.raw_data(),
-            p.conv.with_math(p.grad_x.math), p.grad_x.algo, ws.raw_data(), p.grad_x.workspace, &kZero, p.x.get(), dx.raw_data()));
+        CUDNN_CHECK(cudnnConvolutionForward(cc.cudnn(), &kOne, p.y.get(), dyc.raw_data(), p.w.get(),
+                                            w.raw_data(), p.conv.with_math(p.grad_x.math),
+                                            p.grad_x.algo, ws.raw_data(), p.grad_x.workspace,
+                                            &kZero, p.x.get(), dx.raw_data()));
       }
     }
     if (ctx.output_requested(1)) {
@@ -238,7 +273,7 @@ class ConvTransposeGradKernel : public OpKernel {
         Tensor dw_low = widen ? Tensor(x.dtype(), w.shape(), Device::CUDA) : dw;
         Tensor ws = cc.scratch(p.grad_w.workspace);
         CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-            cc.cudnn(), &kOne, p.y.get(), dy.raw_data(), p.x.get(), x.raw_data(),
+            cc.cudnn(), &kOne, p.y.get(), dyc.raw_data(), p.x.get(), x.raw_data(),
             p.conv.with_math(p.grad_w.math), p.grad_w.algo, ws.raw_data(), p.grad_w.workspace,
             &kZero, p.w.get(), dw_low.raw_data()));
         if (widen)

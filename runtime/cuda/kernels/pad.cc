@@ -18,6 +18,7 @@
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/movement_impl.h"
 #include "runtime/cuda/kernels/slice_view.h"
+#include "runtime/cuda/kernels/zero_pad.h"
 #include "runtime/cuda/register.h"
 
 namespace oat::cuda {
@@ -44,7 +45,6 @@ class PadKernel : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const int r = x.rank();
     const std::vector<int64_t> pads =
         from_attrs_ ? pads_attr_ : host_input(ctx, 1).to_int_vector();
     std::vector<int64_t> axes;
@@ -73,30 +73,7 @@ class PadKernel : public OpKernel {
       }
       std::memcpy(&fill, value.raw_data(), dtype_size(x.dtype()));
     }
-    PadPlan plan;
-    plan.rank = r;
-    std::vector<int64_t> maps;
-    int64_t stride = 1;
-    for (int d = r - 1; d >= 0; --d) {
-      plan.in_strides[d] = stride;
-      stride *= x.shape()[d];
-    }
-    for (int d = 0; d < r; ++d) {
-      plan.out_dims[d] = out[d];
-      plan.map_offset[d] = static_cast<int64_t>(maps.size());
-      const std::vector<int64_t> m = cpu::pad_axis_map(mode_, out[d], x.shape()[d], begin[d]);
-      maps.insert(maps.end(), m.begin(), m.end());
-    }
-    CudaContext& cc = cuda_context(ctx);
-    const Tensor dev_maps =
-        cc.upload(Tensor::from_vector<int64_t>({static_cast<int64_t>(maps.size())}, maps));
-    if (r == 0) {
-      CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), x.raw_data(), x.nbytes(), cudaMemcpyDeviceToDevice,
-                                 cc.stream()));
-      return;
-    }
-    launch_pad(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), y.raw_data(), y.numel(),
-               dev_maps.data<int64_t>(), plan, fill, cc.stream());
+    pad_into(ctx, x, y, begin, mode_, fill);
   }
 
  private:

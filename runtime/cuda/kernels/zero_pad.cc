@@ -8,10 +8,21 @@ namespace oat::cuda {
 
 void zero_pad_into(KernelContext& ctx, const Tensor& x, Tensor& y,
                    const std::vector<int64_t>& begin) {
+  pad_into(ctx, x, y, begin, cpu::PadMode::Constant, 0);
+}
+
+void pad_into(KernelContext& ctx, const Tensor& x, Tensor& y, const std::vector<int64_t>& begin,
+              cpu::PadMode mode, uint64_t fill) {
   const int r = x.rank();
   if (y.rank() != r || static_cast<int>(begin.size()) != r || y.dtype() != x.dtype())
-    ctx.fail(cat("zero_pad_into: ", shape_str(x.shape()), " into ", shape_str(y.shape())));
+    ctx.fail(cat("pad_into: ", shape_str(x.shape()), " into ", shape_str(y.shape())));
   if (y.numel() == 0) return;
+  CudaContext& cc = cuda_context(ctx);
+  if (r == 0) {
+    CUDA_CHECK(cudaMemcpyAsync(y.raw_data(), x.raw_data(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                               cc.stream()));
+    return;
+  }
   PadPlan plan;
   plan.rank = r;
   std::vector<int64_t> maps;
@@ -23,15 +34,14 @@ void zero_pad_into(KernelContext& ctx, const Tensor& x, Tensor& y,
   for (int d = 0; d < r; ++d) {
     plan.out_dims[d] = y.dim(d);
     plan.map_offset[d] = static_cast<int64_t>(maps.size());
-    const std::vector<int64_t> m = cpu::pad_axis_map(cpu::PadMode::Constant, y.dim(d), x.dim(d),
-                                                     begin[static_cast<size_t>(d)]);
+    const std::vector<int64_t> m =
+        cpu::pad_axis_map(mode, y.dim(d), x.dim(d), begin[static_cast<size_t>(d)]);
     maps.insert(maps.end(), m.begin(), m.end());
   }
-  CudaContext& cc = cuda_context(ctx);
   const Tensor dev_maps =
       cc.upload(Tensor::from_vector<int64_t>({static_cast<int64_t>(maps.size())}, maps));
   launch_pad(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), y.raw_data(), y.numel(),
-             dev_maps.data<int64_t>(), plan, 0, cc.stream());
+             dev_maps.data<int64_t>(), plan, fill, cc.stream());
 }
 
 }  // namespace oat::cuda

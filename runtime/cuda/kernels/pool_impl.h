@@ -41,6 +41,26 @@ OAT_POOL_HD inline void pool_taps(const PoolGeometry& g, int s, int64_t o_s, int
   *padded = b;
 }
 
+// Calls visit(i) for each tap of window o (row-major over out[0..2]) that lies inside the input,
+// i its in-plane row-major index, in the CPU's order: slot 0, then 1, then 2, each ascending.
+template <class Visit>
+OAT_POOL_HD inline void pool_window_taps(const PoolGeometry& g, int64_t o, const Visit& visit) {
+  const int64_t ox = o % g.out[2], oy = (o / g.out[2]) % g.out[1], oz = o / (g.out[2] * g.out[1]);
+  for (int64_t t0 = 0; t0 < g.k[0]; ++t0) {
+    const int64_t iz = oz * g.stride[0] - g.pad[0] + t0 * g.dil[0];
+    if (iz < 0 || iz >= g.in[0]) continue;
+    for (int64_t t1 = 0; t1 < g.k[1]; ++t1) {
+      const int64_t iy = oy * g.stride[1] - g.pad[1] + t1 * g.dil[1];
+      if (iy < 0 || iy >= g.in[1]) continue;
+      for (int64_t t2 = 0; t2 < g.k[2]; ++t2) {
+        const int64_t ix = ox * g.stride[2] - g.pad[2] + t2 * g.dil[2];
+        if (ix < 0 || ix >= g.in[2]) continue;
+        visit((iz * g.in[1] + iy) * g.in[2] + ix);
+      }
+    }
+  }
+}
+
 // AveragePool's divisor of window o (row-major over out[0..2]): the taps inside the input, or
 // with include_pad those inside the padded input (pool.cc).
 OAT_POOL_HD inline int64_t avg_pool_count(const PoolGeometry& g, int64_t o, bool include_pad) {
@@ -59,21 +79,8 @@ OAT_POOL_HD inline int64_t avg_pool_count(const PoolGeometry& g, int64_t o, bool
 template <class Load>
 OAT_POOL_HD inline float avg_pool_window(const PoolGeometry& g, int64_t o, const Load& load,
                                          bool include_pad) {
-  const int64_t ox = o % g.out[2], oy = (o / g.out[2]) % g.out[1], oz = o / (g.out[2] * g.out[1]);
   float sum = 0.f;
-  for (int64_t t0 = 0; t0 < g.k[0]; ++t0) {
-    const int64_t iz = oz * g.stride[0] - g.pad[0] + t0 * g.dil[0];
-    if (iz < 0 || iz >= g.in[0]) continue;
-    for (int64_t t1 = 0; t1 < g.k[1]; ++t1) {
-      const int64_t iy = oy * g.stride[1] - g.pad[1] + t1 * g.dil[1];
-      if (iy < 0 || iy >= g.in[1]) continue;
-      for (int64_t t2 = 0; t2 < g.k[2]; ++t2) {
-        const int64_t ix = ox * g.stride[2] - g.pad[2] + t2 * g.dil[2];
-        if (ix < 0 || ix >= g.in[2]) continue;
-        sum += load((iz * g.in[1] + iy) * g.in[2] + ix);
-      }
-    }
-  }
+  pool_window_taps(g, o, [&](int64_t i) { sum += load(i); });
   const int64_t count = avg_pool_count(g, o, include_pad);
   return count > 0 ? sum / static_cast<float>(count) : 0.f;
 }
@@ -120,27 +127,15 @@ OAT_POOL_HD inline float avg_pool_grad_at(const PoolGeometry& g, int64_t i, cons
 template <class Load>
 OAT_POOL_HD inline int64_t max_pool_window(const PoolGeometry& g, int64_t o, const Load& load,
                                            float* best) {
-  const int64_t ox = o % g.out[2], oy = (o / g.out[2]) % g.out[1], oz = o / (g.out[2] * g.out[1]);
   float b = -FLT_MAX;
   int64_t at = -1;
-  for (int64_t t0 = 0; t0 < g.k[0]; ++t0) {
-    const int64_t iz = oz * g.stride[0] - g.pad[0] + t0 * g.dil[0];
-    if (iz < 0 || iz >= g.in[0]) continue;
-    for (int64_t t1 = 0; t1 < g.k[1]; ++t1) {
-      const int64_t iy = oy * g.stride[1] - g.pad[1] + t1 * g.dil[1];
-      if (iy < 0 || iy >= g.in[1]) continue;
-      for (int64_t t2 = 0; t2 < g.k[2]; ++t2) {
-        const int64_t ix = ox * g.stride[2] - g.pad[2] + t2 * g.dil[2];
-        if (ix < 0 || ix >= g.in[2]) continue;
-        const int64_t i = (iz * g.in[1] + iy) * g.in[2] + ix;
-        const float v = load(i);
-        if (at < 0 || v > b) {
-          b = v;
-          at = i;
-        }
-      }
+  pool_window_taps(g, o, [&](int64_t i) {
+    const float v = load(i);
+    if (at < 0 || v > b) {
+      b = v;
+      at = i;
     }
-  }
+  });
   *best = b;
   return at;
 }

@@ -4,6 +4,9 @@
 // defines the measures). Prints which paths it compares on its first line, then the table and a
 // summary; --json FILE writes the same as JSON. Exit status 0 when every node is within
 // tolerance, 1 when one is not (named on stdout) or on bad input (one `error:` line).
+// --forward-only (chosen by itself, on a line saying why, when nothing can be trained: no float
+// initializer, a non-float output, no parameter reaching the loss) compares the inference model
+// as `convert` writes it with the FP32 model, without loss or gradients (train/check.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -134,6 +134,7 @@ std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> g
       if (e.name == name && e.scalar) scalar = &e;
     if (scalar) {  // one value for the whole batch (train/data/batches.h ExtraInput::scalar)
       train::BatchLayout one;
+      one.require_finite = false;  // run_check's, once it knows the check is not forward only
       one.extra_inputs.push_back(*scalar);
       train::check_extra_inputs({{name, t}}, 1, one, "check", "--input");
       const Tensor v = t.reshaped({});
@@ -146,6 +147,7 @@ std::map<std::string, Tensor> check_extra_inputs(std::map<std::string, Tensor> g
                       " samples, the batch needs ", n, " (", shape_str(t.shape()), ")"));
     std::map<std::string, Tensor> d = {{name, t}};
     train::BatchLayout one;
+    one.require_finite = false;
     for (const train::ExtraInput& e : layout.extra_inputs)
       if (e.name == name) one.extra_inputs.push_back(e);
     if (one.extra_inputs.empty()) {  // unknown name: check_extra_inputs names the inputs
@@ -219,6 +221,8 @@ void make_check_batch(const CheckCommandOptions& o, const Graph& g, train::LossK
   const ValueInfo& out = loss_output(g, o.labels);
   train::BatchLayout layout = train::layout_for(g, loss, out.name, labels);
   apply_normalize(o.normalize, layout);
+  // Non-finite values are refused by run_check once it knows the check is not forward only.
+  layout.require_finite = false;
   const ValueInfo& in = train::data_input_of(g);
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -466,6 +470,15 @@ int run_check(const CheckCommandOptions& o) {
     }
   }
 
+  if (!c.forward_only) {
+    // A NaN or inf in the batch makes every loss and gradient that reads it non-finite; an
+    // inference model may be fed them (IsNaN, IsInf), forward only.
+    const std::string hint = " for a training check (--forward-only accepts NaN and inf)";
+    train::require_finite(input, cat(source, ": inputs"), true, hint);
+    train::require_finite(target, cat(source, ": targets"), true, hint);
+    for (const auto& [name, t] : c.extra_inputs)  // an additive attention mask may hold -inf
+      train::require_finite(t, cat("input '", name, "'"), false, hint);
+  }
   if (c.forward_only) {
     // The batch is cut as float32; an inference model may declare float64 or float16.
     const ValueInfo& in = train::data_input_of(model.graph);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -226,6 +227,55 @@ TEST_SUITE("cli check --forward-only") {
                  "--input", "x=" + dir / "x.npy"},
                 dir);
     CHECK(r.status == 0);
+  }
+
+  TEST_CASE("NaN and inf in the data: checked forward only, refused for a training check") {
+    // y = Where(IsNaN(x) or IsInf(x), 0, x) · w: an inference model that cleans its input. Its
+    // data may hold NaN and inf (ONNX's IsNaN/IsInf cases); a training check may not.
+    TempDir dir;
+    ModelBuilder mb(13);
+    mb.input("x", kFloat, {"N", 4});
+    mb.init_f32("w", {4, 3}, std::vector<float>(12, 0.5f));
+    mb.init_f32("zero", {}, {0.0f});
+    mb.output("y", kFloat, {"N", 3});
+    mb.node("IsNaN", {"x"}, {"nan"}, "isnan");
+    mb.node("IsInf", {"x"}, {"inf"}, "isinf");
+    mb.node("Or", {"nan", "inf"}, {"bad"}, "bad");
+    mb.node("Where", {"bad", "zero", "x"}, {"clean"}, "clean");
+    mb.node("MatMul", {"clean", "w"}, {"y"}, "mm");
+    const std::string model = mb.save(dir.path / "clean.onnx");
+    Tensor x(DType::F32, {3, 4});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f * static_cast<float>(i);
+    x.data<float>()[1 * 4 + 2] = std::numeric_limits<float>::quiet_NaN();
+    x.data<float>()[2 * 4 + 0] = -std::numeric_limits<float>::infinity();
+    onnx_loader::write_npy(x, dir / "x.npy");
+    const std::string json = dir / "r.json";
+    CliResult r = run_cli({"check", model, "--forward-only", "--device", "cpu", "--input",
+                           "x=" + dir / "x.npy", "--json", json},
+                          dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    const nlohmann::json j = read_json(json);
+    expect_forward_report(j, "fp16");
+    CHECK(j["summary"]["ok"] == true);
+    // The same model and data in a training check: refused before anything runs, naming the
+    // sample and the way out.
+    r = run_cli({"check", model, "--device", "cpu", "--input", "x=" + dir / "x.npy"}, dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 1);
+    CHECK(has(r.err, "inputs: value NaN at sample 1 (element 2 of it); the data must be finite"));
+    CHECK(has(r.err, "--forward-only accepts NaN and inf"));
+    // A model with nothing to train is forward only by itself, and takes the data as it is.
+    ModelBuilder mb2(13);
+    mb2.input("x", kFloat, {"N", 4});
+    mb2.output("nan", onnx::TensorProto_DataType_BOOL, {"N", 4});
+    mb2.node("IsNaN", {"x"}, {"nan"}, "isnan");
+    r = run_cli({"check", mb2.save(dir.path / "isnan.onnx"), "--device", "cpu", "--input",
+                 "x=" + dir / "x.npy"},
+                dir);
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    CHECK(has(r.out, "forward only: "));
   }
 
   TEST_CASE("training options with a forward-only check: a clear error") {

@@ -22,10 +22,13 @@ std::string sample_shape_str(const ExtraInput& e) {
   return r + "]";
 }
 
-// Fails naming the first NaN (or, when `inf_too`, infinite) value of a float array: one NaN
-// in a data set makes every loss and gradient that reads it NaN, and a dynamic loss scaler then
-// skips step after step while it backs the scale off, which looks like a training problem.
-void check_finite(const Tensor& t, const std::string& label, bool inf_too) {
+}  // namespace
+
+// One NaN in a data set makes every loss and gradient that reads it NaN, and a dynamic loss
+// scaler then skips step after step while it backs the scale off, which looks like a training
+// problem: the data is refused up front instead.
+void require_finite(const Tensor& t, const std::string& label, bool inf_too,
+                    const std::string& hint) {
   if (!t.defined() || !is_floating(t.dtype())) return;
   const int64_t n = t.rank() >= 1 ? t.dim(0) : 1;
   const int64_t per = n ? std::max<int64_t>(1, t.numel() / n) : 1;
@@ -34,11 +37,9 @@ void check_finite(const Tensor& t, const std::string& label, bool inf_too) {
     if (std::isnan(v) || (inf_too && std::isinf(v)))
       throw Error(cat(label, ": value ", std::isnan(v) ? "NaN" : (v > 0 ? "inf" : "-inf"),
                       " at sample ", i / per, " (element ", i % per,
-                      " of it); the data must be finite"));
+                      " of it); the data must be finite", hint));
   }
 }
-
-}  // namespace
 
 void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
                         const BatchLayout& layout, const std::string& what,
@@ -65,7 +66,8 @@ void check_extra_inputs(const std::map<std::string, Tensor>& extra, int64_t n,
                       " ", e.name, "=FILE.npy"));
     const Tensor& t = it->second;
     const std::string label = cat(what, ": input '", e.name, "'");
-    check_finite(t, label, false);  // NaN only: an additive attention mask may hold -inf
+    // NaN only: an additive attention mask may hold -inf.
+    if (layout.require_finite) require_finite(t, label, false);
     if (e.scalar) {
       if (!t.defined() || t.numel() != 1 || t.rank() > 1)
         throw Error(cat(label, " is a scalar in the model (shape []): give one value (shape [] or "
@@ -193,8 +195,10 @@ void check_dataset(const Dataset& data, const BatchLayout& layout, const std::st
       throw Error(cat(what, ": each target has ", t_per, " values, the model's output has ",
                       numel(layout.target_shape)));
   }
-  check_finite(data.inputs, cat(what, ": inputs"), true);
-  check_finite(data.targets, cat(what, ": targets"), true);
+  if (layout.require_finite) {
+    require_finite(data.inputs, cat(what, ": inputs"), true);
+    require_finite(data.targets, cat(what, ": targets"), true);
+  }
   check_extra_inputs(data.extra, n, layout, what, input_flag);
 }
 

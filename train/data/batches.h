@@ -69,6 +69,10 @@ struct BatchLayout {
   float input_std = 1.0f;
   // Every other model input (not an initializer): each must be given in Dataset::extra.
   std::vector<ExtraInput> extra_inputs;
+  // NaN (and, in inputs and targets, ±inf) refused: true for training and evaluation, false for
+  // `check`, which cuts its batch before it knows whether the check is forward only (an
+  // inference model may be fed NaN: IsNaN) and calls require_finite itself when it is not.
+  bool require_finite = true;
 };
 
 // Checks that `data` fits `layout` (per-sample element count, dtypes, label range) and throws
@@ -77,6 +81,11 @@ struct BatchLayout {
 // gives it: --train-input, --val-input, --input).
 void check_dataset(const Dataset& data, const BatchLayout& layout, const std::string& what,
                    const std::string& input_flag = "--train-input");
+
+// Fails naming the first NaN (or, when `inf_too`, infinite) value of a float tensor as
+// "LABEL: value NaN at sample S (element E of it); the data must be finite"; `hint` is appended.
+void require_finite(const Tensor& t, const std::string& label, bool inf_too,
+                    const std::string& hint = "");
 
 // Sets the symbolic (-1) dimensions of layout.sample_shape from `inputs` ([N, ...] of the same
 // rank); throws Error naming `what` and the model's input when the rank differs.

@@ -637,11 +637,13 @@ std::optional<TypeConstraint> input_type_constraint(const std::string& op_type,
     k = formals.size() - 1;
   }
   static const std::map<std::string, DType> kTypes = {
-      {"tensor(float)", DType::F32},  {"tensor(float16)", DType::F16},
+      {"tensor(float)", DType::F32},     {"tensor(float16)", DType::F16},
       {"tensor(bfloat16)", DType::BF16}, {"tensor(double)", DType::F64},
-      {"tensor(int64)", DType::I64},  {"tensor(int32)", DType::I32},
-      {"tensor(int8)", DType::I8},    {"tensor(uint8)", DType::U8},
-      {"tensor(bool)", DType::Bool}};
+      {"tensor(int64)", DType::I64},     {"tensor(int32)", DType::I32},
+      {"tensor(int8)", DType::I8},       {"tensor(uint8)", DType::U8},
+      {"tensor(bool)", DType::Bool},     {"tensor(int16)", DType::I16},
+      {"tensor(uint16)", DType::U16},    {"tensor(uint32)", DType::U32},
+      {"tensor(uint64)", DType::U64}};
   TypeConstraint c;
   c.name = formals[k].GetTypeStr();
   for (const auto* t : formals[k].GetTypes()) {

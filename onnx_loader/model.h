@@ -24,7 +24,7 @@ struct Model {
   std::map<std::string, std::string> metadata;
   // Diagnostics from loading (shape inference skipped or partial, opset newer than libonnx knows).
   std::vector<std::string> warnings;
-  // Graph inputs whose declared element type no kernel takes (STRING, UINT16, COMPLEX64, ...) or
+  // Graph inputs whose declared element type no kernel takes (STRING, COMPLEX64, ...) or
   // that are neither tensors nor sequences / optionals of them (maps, sequences of sequences):
   // input name -> the ONNX type's name. require_supported_inputs() refuses them before a run.
   std::map<std::string, std::string> unsupported_inputs;

@@ -35,6 +35,14 @@ DType dtype_from_onnx(int32_t t, const std::string& what) {
       return DType::U8;
     case TP::TensorProto_DataType_BOOL:
       return DType::Bool;
+    case TP::TensorProto_DataType_INT16:
+      return DType::I16;
+    case TP::TensorProto_DataType_UINT16:
+      return DType::U16;
+    case TP::TensorProto_DataType_UINT32:
+      return DType::U32;
+    case TP::TensorProto_DataType_UINT64:
+      return DType::U64;
     default:
       break;
   }
@@ -62,6 +70,14 @@ int32_t dtype_to_onnx(DType t) {
       return TP::TensorProto_DataType_UINT8;
     case DType::Bool:
       return TP::TensorProto_DataType_BOOL;
+    case DType::I16:
+      return TP::TensorProto_DataType_INT16;
+    case DType::U16:
+      return TP::TensorProto_DataType_UINT16;
+    case DType::U32:
+      return TP::TensorProto_DataType_UINT32;
+    case DType::U64:
+      return TP::TensorProto_DataType_UINT64;
     case DType::Undefined:
       break;
   }
@@ -213,6 +229,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const TensorSource& src) {
       return from_field<uint8_t>(p.int32_data(), dt, shape, p, "int32_data");
     case DType::Bool:
       return from_field<bool>(p.int32_data(), dt, shape, p, "int32_data");
+    // onnx.proto: INT16 and UINT16 in int32_data, UINT32 and UINT64 in uint64_data.
+    case DType::I16:
+      return from_field<int16_t>(p.int32_data(), dt, shape, p, "int32_data");
+    case DType::U16:
+      return from_field<uint16_t>(p.int32_data(), dt, shape, p, "int32_data");
+    case DType::U32:
+      return from_field<uint32_t>(p.uint64_data(), dt, shape, p, "uint64_data");
+    case DType::U64:
+      return from_field<uint64_t>(p.uint64_data(), dt, shape, p, "uint64_data");
     case DType::F16:
     case DType::BF16: {
       // int32_data holds the 16-bit patterns, one per element.

@@ -206,8 +206,12 @@ DType npy_dtype(const std::string& descr, const std::string& path) {
   if (kind == "i1") return DType::I8;
   if (kind == "u1") return DType::U8;
   if (kind == "b1") return DType::Bool;
-  throw Error(
-      cat(path, ": .npy dtype '", descr, "' is not supported (have f2 f4 f8 i1 i4 i8 u1 b1)"));
+  if (kind == "i2") return DType::I16;
+  if (kind == "u2") return DType::U16;
+  if (kind == "u4") return DType::U32;
+  if (kind == "u8") return DType::U64;
+  throw Error(cat(path, ": .npy dtype '", descr,
+                  "' is not supported (have f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)"));
 }
 
 const char* npy_descr(DType t) {
@@ -228,6 +232,14 @@ const char* npy_descr(DType t) {
       return "|u1";
     case DType::Bool:
       return "|b1";
+    case DType::I16:
+      return "<i2";
+    case DType::U16:
+      return "<u2";
+    case DType::U32:
+      return "<u4";
+    case DType::U64:
+      return "<u8";
     default:
       break;
   }

@@ -19,6 +19,14 @@ size_t dtype_size(DType t) {
     case DType::I8: return 1;
     case DType::U8: return 1;
     case DType::Bool: return 1;
+    case DType::I16:
+      return 2;
+    case DType::U16:
+      return 2;
+    case DType::U32:
+      return 4;
+    case DType::U64:
+      return 8;
     case DType::Undefined: return 0;
   }
   return 0;
@@ -35,6 +43,14 @@ const char* dtype_name(DType t) {
     case DType::I8: return "int8";
     case DType::U8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::I16:
+      return "int16";
+    case DType::U16:
+      return "uint16";
+    case DType::U32:
+      return "uint32";
+    case DType::U64:
+      return "uint64";
     case DType::Undefined: return "undefined";
   }
   return "undefined";
@@ -45,7 +61,8 @@ bool is_floating(DType t) {
 }
 
 bool is_integer(DType t) {
-  return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::U8;
+  return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::U8 ||
+         t == DType::I16 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 
 bool is_low_float(DType t) { return t == DType::F16 || t == DType::BF16; }

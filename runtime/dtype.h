@@ -1,7 +1,10 @@
 // Element types the runtime stores, and their mapping to C++ types.
 //
-// The set follows the issue: F32, F16, BF16, F64, I64, I32, I8, U8, BOOL. F16 and BF16 are stored
-// as Eigen::half / Eigen::bfloat16 so the CPU path can emulate low precision exactly (DESIGN.md).
+// The set follows the issue: F32, F16, BF16, F64, I64, I32, I8, U8, BOOL, and ONNX's other
+// integer types I16, U16, U32, U64 (stored, moved, cast and compared; the arithmetic kernels that
+// take them are the ones ONNX's cases use: Max, Min, Mod, BitShift, Pow's exponent). F16 and BF16
+// are stored as Eigen::half / Eigen::bfloat16 so the CPU path can emulate low precision exactly
+// (DESIGN.md). The first nine keep their order: the CUDA backend's ElemType mirrors them.
 #pragma once
 
 #include <Eigen/Core>
@@ -13,14 +16,29 @@
 
 namespace oat {
 
-enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I8, U8, Bool, Undefined };
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  F64,
+  I64,
+  I32,
+  I8,
+  U8,
+  Bool,
+  I16,
+  U16,
+  U32,
+  U64,
+  Undefined
+};
 
 constexpr int kNumDTypes = static_cast<int>(DType::Undefined);
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "float32", "float16", ...
 bool is_floating(DType t);        // F32, F16, BF16, F64
-bool is_integer(DType t);         // I64, I32, I8, U8
+bool is_integer(DType t);         // I64, I32, I16, I8, U64, U32, U16, U8
 bool is_low_float(DType t);       // F16, BF16: 16-bit storage, arithmetic in float
 
 // Bulk conversion between the 16-bit float storage types and float, for the emulation of FP16 and
@@ -73,6 +91,22 @@ struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::U8;
 };
 template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::I16;
+};
+template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::U16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::U32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::U64;
+};
+template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::Bool;
 };
@@ -95,6 +129,14 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
     case DType::I8: return f(int8_t{});
     case DType::U8: return f(uint8_t{});
     case DType::Bool: return f(bool{});
+    case DType::I16:
+      return f(int16_t{});
+    case DType::U16:
+      return f(uint16_t{});
+    case DType::U32:
+      return f(uint32_t{});
+    case DType::U64:
+      return f(uint64_t{});
     default: break;
   }
   throw Error(std::string("unsupported dtype ") + dtype_name(t));

@@ -11,7 +11,7 @@
 
 namespace oat {
 
-// The DType of a code, nothing for a type the runtime does not store (string, uint16, ...).
+// The DType of a code, nothing for a type the runtime does not store (string, complex, ...).
 inline std::optional<DType> dtype_of_onnx_code(int64_t code) {
   switch (code) {
     case 1:
@@ -32,6 +32,14 @@ inline std::optional<DType> dtype_of_onnx_code(int64_t code) {
       return DType::F64;
     case 16:
       return DType::BF16;
+    case 4:
+      return DType::U16;
+    case 5:
+      return DType::I16;
+    case 12:
+      return DType::U32;
+    case 13:
+      return DType::U64;
     default:
       return std::nullopt;
   }
@@ -58,6 +66,14 @@ inline int64_t onnx_code_of(DType t) {
       return 11;
     case DType::BF16:
       return 16;
+    case DType::U16:
+      return 4;
+    case DType::I16:
+      return 5;
+    case DType::U32:
+      return 12;
+    case DType::U64:
+      return 13;
     case DType::Undefined:
       break;
   }

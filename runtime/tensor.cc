@@ -218,9 +218,12 @@ To convert_one(From x) {
   } else if constexpr (std::is_same_v<To, Eigen::half> || std::is_same_v<To, Eigen::bfloat16>) {
     return To(static_cast<float>(x));
   } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-    // Float -> int truncates toward zero (C semantics, what ONNX Runtime does).
+    // Float -> int truncates toward zero (C semantics, what ONNX Runtime does); a negative
+    // value cast to an unsigned type wraps as through int64 (numpy's result).
     double d = static_cast<double>(x);
     if (std::isnan(d)) return To{};
+    if constexpr (std::is_unsigned_v<To>)
+      if (d < 0) return static_cast<To>(static_cast<int64_t>(d));
     return static_cast<To>(d);
   } else {
     return static_cast<To>(x);

@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
+#include "runtime/onnx_type_code.h"
 #include "runtime/registry.h"
 #include "runtime/sequence_ops.h"
 #include "runtime/subgraph.h"
@@ -359,6 +361,17 @@ Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>
                     "the captured draw at every step: this step cannot be captured"));
   if (on_device_random) return Device::CUDA;
   if (host_placed(node.op)) return Device::CPU;
+  // int16, uint16, uint32 and uint64 have no device element type (kernels/launch.h ElemType):
+  // nodes that read or make them run on the host (Cast's target counts).
+  auto device_type = [](DType t) {
+    return t == DType::Undefined || static_cast<int>(t) <= static_cast<int>(DType::Bool);
+  };
+  for (const Tensor* t : inputs)
+    if (t && !device_type(t->dtype())) return Device::CPU;
+  if (node.op == OpId::Cast)
+    if (const Attribute* to = node.attr("to"); to && to->kind == Attribute::Kind::Int)
+      if (const std::optional<DType> d = dtype_of_onnx_code(to->i); d && !device_type(*d))
+        return Device::CPU;
   // Integer and bool nodes whose op has no CUDA kernel in that dtype (index arithmetic the device
   // kernels, float-only, do not cover: OneHot's wrap of negative indices is a Less on int64 ids)
   // run on the host, their device inputs downloaded: exact either way, as ONNX Runtime's CPU

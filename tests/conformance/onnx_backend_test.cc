@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -68,6 +69,15 @@ const char* deviation_for(const std::string& case_name) {
       // (runtime/cpu/kernels/max_unpool.cc; onnx/onnx#2398).
       {"test_maxunpool_export_with_output_shape",
        "MaxUnpool output_shape: ONNX Runtime's indexing, not the test data's (onnx/onnx#2398)"},
+      // ONNX 1.12's generator (cast.py) truncates float32 to bfloat16 (the high 16 bits); ONNX
+      // Runtime, PyTorch and Eigen::bfloat16 round to nearest even, as this runtime does (and
+      // later ONNX releases' data). The other bfloat16 cases, exact either way, run.
+      {"test_cast_FLOAT_to_BFLOAT16",
+       "float32 -> bfloat16: rounded to nearest even, not the test data's truncation"},
+      {"test_castlike_FLOAT_to_BFLOAT16",
+       "float32 -> bfloat16: rounded to nearest even, not the test data's truncation"},
+      {"test_castlike_FLOAT_to_BFLOAT16_expanded",
+       "float32 -> bfloat16: rounded to nearest even, not the test data's truncation"},
   };
   auto it = deviations.find(case_name);
   return it == deviations.end() ? nullptr : it->second;
@@ -77,7 +87,15 @@ const char* deviation_for(const std::string& case_name) {
 // then compared as any other case). test_adam_multiple: ONNX's generator (adam.py) computes the
 // outputs with epsilon = 1e-2 but writes the Adam node without the attribute, so the schema's
 // default 1e-6 applies (onnx/onnx#7749).
+// test_castlike_*BFLOAT16*: the models declare CastLike's `like` input [3, 4], the data feeds
+// it [1] (as the other CastLike cases declare); `like` is read for its type only.
 void fix_known_model_bug(const std::string& case_name, Graph& g) {
+  if (case_name.rfind("test_castlike_", 0) == 0 &&
+      case_name.find("BFLOAT16") != std::string::npos) {
+    for (ValueInfo& v : g.inputs)
+      if (v.name == "like") v.shape = std::vector<Dim>{Dim{1, ""}};
+    return;
+  }
   if (case_name != "test_adam_multiple") return;
   for (Node& n : g.nodes)
     if (n.op_type == "Adam" && !n.attrs.count("epsilon"))
@@ -121,6 +139,15 @@ std::string compare(const Tensor& got, const Tensor& want, const Tolerance& tol)
         return cat("element ", i, ": ", got.item_as_int(i), " != expected ", want.item_as_int(i));
   }
   return "";
+}
+
+// ONNX 1.12's test data stores bfloat16 tensors as uint16 (their bit patterns; its numpy had no
+// bfloat16): read them as the bfloat16 the model declares, as ONNX's own runner does.
+Tensor as_declared(const Tensor& t, DType declared) {
+  if (!t.is_tensor() || t.dtype() != DType::U16 || declared != DType::BF16) return t;
+  Tensor r(DType::BF16, t.shape());
+  if (t.nbytes()) std::memcpy(r.raw_data(), t.raw_data(), t.nbytes());
+  return r;
 }
 
 bool is_random_op(OpId op) {
@@ -236,13 +263,16 @@ void run_case(const fs::path& case_dir, Tally& tally, bool verbose) {
       // Inputs bind in order to the graph inputs; old models may list fewer non-initializer ones.
       for (size_t k = 0; k < inputs.size() && k < model.graph.inputs.size(); ++k)
         feeds[model.graph.inputs[k].name] =
-            onnx_loader::read_value_pb(inputs[k], model.graph.inputs[k].kind).tensor;
+            as_declared(onnx_loader::read_value_pb(inputs[k], model.graph.inputs[k].kind).tensor,
+                        model.graph.inputs[k].dtype);
       auto outputs = exec.run(feeds);
       auto expected = sorted_files(e.path(), "output_");
       if (expected.size() != outputs.size())
         throw Error(cat(expected.size(), " expected outputs, model produced ", outputs.size()));
       for (size_t k = 0; k < outputs.size(); ++k) {
-        Tensor want = onnx_loader::read_value_pb(expected[k], model.graph.outputs[k].kind).tensor;
+        Tensor want =
+            as_declared(onnx_loader::read_value_pb(expected[k], model.graph.outputs[k].kind).tensor,
+                        model.graph.outputs[k].dtype);
         std::string diff =
             random ? check_random_properties(model.graph, model.graph.outputs[k].name, outputs[k], want)
                    : compare(outputs[k], want, tol);

@@ -2,6 +2,8 @@
 // run on the host (runtime/cuda/context.cc, placement), their device inputs downloaded, their
 // outputs uploaded where a device node reads them; every output agrees with the CPU executor's. A
 // capture (the Trainer's CUDA graph) refuses control flow by name.
+// The wider integer types (int16, uint16, uint32, uint64) have no device element type: their
+// nodes run on the host the same way.
 #include <doctest/doctest.h>
 
 #include <iostream>
@@ -10,6 +12,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "runtime/onnx_type_code.h"
 #include "tests/node_builder.h"
 #include "tests/runtime/single_node.h"
 
@@ -179,4 +182,63 @@ TEST_CASE("a CUDA graph capture refuses control flow, naming the node") {
   // Eager again after the failed capture: still the same results.
   Executor cpu(g);
   check_same(cpu.run(feeds).at(0), gpu.run(feeds).at(0), "z after the capture");
+}
+
+TEST_CASE("int16/uint16/uint32/uint64 nodes run on the host in a CUDA executor, as the CPU does") {
+  if (cuda::device_count() == 0) {
+    std::cout << "SKIPPED: no CUDA device answers (" << cuda::describe_device(0) << ")\n";
+    return;
+  }
+  // x [2, 3] float (device): u = Cast(Relu(x)·10, uint16); m = Max(u, k) (uint16 initializer);
+  // s = BitShift(Cast(m, uint32), 2) LEFT; w = Mod(Cast(s, uint64), 7); i = Cast(Neg(x), int16)
+  // reshaped to [3, 2]; f = Cast(w, float) + x (back on the device). The wide integer nodes
+  // have no device element type: they run on the host, their device inputs downloaded.
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs = {info("x", DType::F32, std::vector<Dim>{Dim{2, ""}, Dim{3, ""}})};
+  auto cast = [](const char* name, const char* in, const char* out, DType to) {
+    return make_node(name, "Cast", {in}, out, {{"to", int_attribute(onnx_code_of(to))}});
+  };
+  g.nodes.push_back(make_node("relu", "Relu", {"x"}, "r"));
+  g.nodes.push_back(make_node("ten", "Mul", {"r", "ten_f"}, "r10"));
+  g.nodes.push_back(cast("to_u16", "r10", "u", DType::U16));
+  g.nodes.push_back(make_node("max", "Max", {"u", "k"}, "m"));
+  g.nodes.push_back(cast("to_u32", "m", "m32", DType::U32));
+  g.nodes.push_back(make_node("shift", "BitShift", {"m32", "two"}, "s",
+                              {{"direction", string_attribute("LEFT")}}));
+  g.nodes.push_back(cast("to_u64", "s", "s64", DType::U64));
+  g.nodes.push_back(make_node("mod", "Mod", {"s64", "seven"}, "w"));
+  g.nodes.push_back(make_node("neg", "Neg", {"x"}, "nx"));
+  g.nodes.push_back(cast("to_i16", "nx", "i16", DType::I16));
+  g.nodes.push_back(make_node("reshape", "Reshape", {"i16", "shape"}, "i"));
+  g.nodes.push_back(cast("to_f", "w", "wf", DType::F32));
+  g.nodes.push_back(make_node("add", "Add", {"wf", "x"}, "f"));
+  g.initializers["ten_f"] = Tensor::scalar(10.0f);
+  g.initializers["k"] = cast_tensor(Tensor::from_vector<int64_t>({3}, {4, 40, 0}), DType::U16);
+  g.initializers["two"] = cast_tensor(Tensor::scalar<int64_t>(2), DType::U32);
+  g.initializers["seven"] = cast_tensor(Tensor::scalar<int64_t>(7), DType::U64);
+  g.initializers["shape"] = Tensor::from_vector<int64_t>({2}, {3, 2});
+  for (const char* o : {"m", "s", "w", "i", "f"})
+    g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
+  Executor cpu(g);
+  ExecutorOptions o;
+  o.device = Device::CUDA;
+  Executor gpu(g, o);
+  const std::map<std::string, Tensor> feeds = {
+      {"x", Tensor::from_vector<float>({2, 3}, {-1.5f, 0.25f, 2, 3, -4, 0.5f})}};
+  const std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+  REQUIRE(got.size() == 5);
+  const char* names[] = {"m", "s", "w", "i", "f"};
+  for (size_t k = 0; k < 5; ++k) check_same(want[k], got[k], names[k]);
+  CHECK(got[0].dtype() == DType::U16);
+  CHECK(got[1].dtype() == DType::U32);
+  CHECK(got[2].dtype() == DType::U64);
+  CHECK(got[3].dtype() == DType::I16);
+  // By hand: u = [0, 2, 20, 30, 0, 5]; m = max(u, [4, 40, 0]) = [4, 40, 20, 30, 40, 5];
+  // s = m << 2; w = s mod 7; i = trunc(−x).
+  CHECK(got[0].to_int_vector() == std::vector<int64_t>{4, 40, 20, 30, 40, 5});
+  CHECK(got[1].to_int_vector() == std::vector<int64_t>{16, 160, 80, 120, 160, 20});
+  CHECK(got[2].to_int_vector() == std::vector<int64_t>{2, 6, 3, 1, 6, 6});
+  CHECK(got[3].shape() == Shape{3, 2});
+  CHECK(got[3].to_int_vector() == std::vector<int64_t>{1, 0, -2, -3, 4, 0});
 }

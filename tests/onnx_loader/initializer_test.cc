@@ -2,6 +2,8 @@
 // corrupt header from allocating terabytes.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "onnx_loader/model.h"
 #include "onnx_loader/model_builder.h"
 #include "onnx_loader/proto_convert.h"
@@ -9,6 +11,7 @@
 using namespace oat;
 using namespace oat_test;
 using onnx_loader::tensor_from_proto;
+using onnx_loader::tensor_to_proto;
 
 namespace {
 
@@ -115,6 +118,48 @@ TEST_CASE("int32_data carries FP16/BF16 bit patterns and int8/uint8/bool values"
   Tensor tbo = tensor_from_proto(bo, "");
   CHECK(tbo.dtype() == DType::Bool);
   CHECK(tbo.to_int_vector() == std::vector<int64_t>{0, 1, 1});
+}
+
+TEST_CASE("int16/uint16 in int32_data, uint32/uint64 in uint64_data, and raw_data for all four") {
+  auto i16 = make("i16", onnx::TensorProto_DataType_INT16, {2});
+  i16.add_int32_data(-32768);
+  i16.add_int32_data(32767);
+  Tensor t16 = tensor_from_proto(i16, "");
+  CHECK(t16.dtype() == DType::I16);
+  CHECK(t16.to_int_vector() == std::vector<int64_t>{-32768, 32767});
+
+  auto u16 = make("u16", onnx::TensorProto_DataType_UINT16, {2});
+  u16.add_int32_data(0);
+  u16.add_int32_data(65535);
+  Tensor tu16 = tensor_from_proto(u16, "");
+  CHECK(tu16.dtype() == DType::U16);
+  CHECK(tu16.to_int_vector() == std::vector<int64_t>{0, 65535});
+
+  auto u32 = make("u32", onnx::TensorProto_DataType_UINT32, {2});
+  u32.add_uint64_data(4294967295ULL);
+  u32.add_uint64_data(3);
+  Tensor tu32 = tensor_from_proto(u32, "");
+  CHECK(tu32.dtype() == DType::U32);
+  CHECK(tu32.to_int_vector() == std::vector<int64_t>{4294967295LL, 3});
+
+  auto u64 = make("u64", onnx::TensorProto_DataType_UINT64, {1});
+  u64.add_uint64_data(18446744073709551615ULL);
+  Tensor tu64 = tensor_from_proto(u64, "");
+  CHECK(tu64.dtype() == DType::U64);
+  CHECK(tu64.data<uint64_t>()[0] == 18446744073709551615ULL);
+  // A count that does not match the shape names the field.
+  auto short64 = make("short", onnx::TensorProto_DataType_UINT64, {2});
+  short64.add_uint64_data(1);
+  CHECK_THROWS_WITH_AS(tensor_from_proto(short64, ""),
+                       doctest::Contains("tensor 'short': uint64_data has 1 values"), Error);
+  // Written back as raw_data of the same type, and read again.
+  for (const Tensor* t : {&t16, &tu16, &tu32, &tu64}) {
+    onnx::TensorProto p;
+    tensor_to_proto(*t, "x", &p);
+    Tensor back = tensor_from_proto(p, "");
+    CHECK(back.dtype() == t->dtype());
+    CHECK(std::memcmp(back.raw_data(), t->raw_data(), t->nbytes()) == 0);
+  }
 }
 
 TEST_CASE("wrong data sizes and impossible shapes are errors naming the tensor, not allocations") {

@@ -43,7 +43,7 @@ std::string npy_bytes(const std::string& dict, const std::string& data) {
 TEST_CASE(".npy round trip for every dtype .npy can hold") {
   TempDir dir;
   for (DType dt : {DType::F32, DType::F16, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8,
-                   DType::Bool}) {
+                   DType::Bool, DType::I16, DType::U16, DType::U32, DType::U64}) {
     for (const Shape& shape : {Shape{2, 3, 4}, Shape{5}, Shape{}, Shape{0, 3}}) {
       CAPTURE(dtype_name(dt));
       CAPTURE(shape_str(shape));
@@ -61,6 +61,41 @@ TEST_CASE(".npy round trip for every dtype .npy can hold") {
   CHECK_THROWS_WITH_AS(write_npy(sample(DType::BF16, {2}), dir / "b.npy"),
                        doctest::Contains("no bfloat16 dtype"), Error);
   CHECK_FALSE(fs::exists(dir.path / "b.npy"));
+}
+
+TEST_CASE(".npy's wider integer dtypes read as numpy writes them") {
+  TempDir dir;
+  // np.save(f, np.array([1, 65535], dtype=np.uint16)), and uint32 / uint64 / int16 likewise.
+  const uint16_t u16[] = {1, 65535};
+  write_bytes(dir / "u16.npy",
+              npy_bytes("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }",
+                        std::string(reinterpret_cast<const char*>(u16), 4)));
+  Tensor a = read_npy(dir / "u16.npy");
+  CHECK(a.dtype() == DType::U16);
+  CHECK(a.to_int_vector() == std::vector<int64_t>{1, 65535});
+  const uint32_t u32[] = {7, 4000000000u};
+  write_bytes(dir / "u32.npy",
+              npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }",
+                        std::string(reinterpret_cast<const char*>(u32), 8)));
+  Tensor b = read_npy(dir / "u32.npy");
+  CHECK(b.dtype() == DType::U32);
+  CHECK(b.to_int_vector() == std::vector<int64_t>{7, 4000000000LL});
+  const uint64_t u64[] = {uint64_t{1} << 63};
+  write_bytes(dir / "u64.npy",
+              npy_bytes("{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }",
+                        std::string(reinterpret_cast<const char*>(u64), 8)));
+  Tensor c = read_npy(dir / "u64.npy");
+  CHECK(c.dtype() == DType::U64);
+  CHECK(c.data<uint64_t>()[0] == uint64_t{1} << 63);
+  CHECK(c.item_as_double(0) == 9223372036854775808.0);
+  const int16_t i16[] = {-32768, 5};
+  write_bytes(dir / "i16.npy",
+              npy_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }",
+                        std::string(reinterpret_cast<const char*>(i16), 4)));
+  CHECK(read_npy(dir / "i16.npy").to_int_vector() == std::vector<int64_t>{-32768, 5});
+  // A negative float cast to an unsigned type wraps as through int64 (numpy's astype).
+  CHECK(cast_tensor(Tensor::scalar(-1.0f), DType::U16).item_as_int() == 65535);
+  CHECK(cast_tensor(Tensor::scalar(-3.7f), DType::U32).item_as_int() == 4294967293LL);
 }
 
 TEST_CASE(".npy files as numpy writes them") {
@@ -117,8 +152,8 @@ TEST_CASE("malformed .npy files are errors naming the file") {
   CHECK(err(npy_bytes(ok_dict, data + "xx")).find("has 10 bytes") != std::string::npos);
   CHECK(err(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", data))
             .find("big-endian") != std::string::npos);
-  CHECK(err(npy_bytes("{'descr': '<u2', 'fortran_order': False, 'shape': (4,), }", data))
-            .find("'<u2' is not supported") != std::string::npos);
+  CHECK(err(npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", data))
+            .find("'<c8' is not supported") != std::string::npos);
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", data))
             .find("Fortran") != std::string::npos);
   CHECK(err(npy_bytes("{'descr': '<f4', 'fortran_order': 12345, 'shape': (2,), }", data))
@@ -157,8 +192,9 @@ TEST_CASE("read_file_bytes: one reader for tensor files and models, errors namin
 
 TEST_CASE(".pb TensorProto round trip for every dtype, with the name") {
   TempDir dir;
-  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
-                   DType::I8, DType::U8, DType::Bool}) {
+  for (DType dt :
+       {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I8,
+        DType::U8, DType::Bool, DType::I16, DType::U16, DType::U32, DType::U64}) {
     CAPTURE(dtype_name(dt));
     Tensor t = sample(dt, {3, 2});
     write_tensor_pb(t, "my_input", dir / "input_0.pb");

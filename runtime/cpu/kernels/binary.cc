@@ -295,14 +295,20 @@ void register_binary(KernelRegistry& r) {
   r.add(OpId::Mod, Device::CPU, DType::I32, kernel_factory<ModKernel<int32_t>>());
   r.add(OpId::Mod, Device::CPU, DType::I8, kernel_factory<ModKernel<int8_t>>());
   r.add(OpId::Mod, Device::CPU, DType::U8, kernel_factory<ModKernel<uint8_t>>());
+  r.add(OpId::Mod, Device::CPU, DType::I16, kernel_factory<ModKernel<int16_t>>());
+  r.add(OpId::Mod, Device::CPU, DType::U16, kernel_factory<ModKernel<uint16_t>>());
+  r.add(OpId::Mod, Device::CPU, DType::U32, kernel_factory<ModKernel<uint32_t>>());
+  r.add(OpId::Mod, Device::CPU, DType::U64, kernel_factory<ModKernel<uint64_t>>());
   add_variadic<AddOp, float, double>(r, OpId::Sum);
   r.add(OpId::Sum, Device::CPU, kLowFloats,
         in_fp32(function_kernel(&variadic_kernel<float, AddOp>)));
   r.add(OpId::Mean, Device::CPU, DType::F32, function_kernel(&mean_kernel<float>));
   r.add(OpId::Mean, Device::CPU, DType::F64, function_kernel(&mean_kernel<double>));
   r.add(OpId::Mean, Device::CPU, kLowFloats, in_fp32(function_kernel(&mean_kernel<float>)));
-  add_variadic<MaxOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Max);
-  add_variadic<MinOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t>(r, OpId::Min);
+  add_variadic<MaxOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t, int16_t, uint16_t,
+               uint32_t, uint64_t>(r, OpId::Max);
+  add_variadic<MinOp, float, double, H, BF, int64_t, int32_t, int8_t, uint8_t, int16_t, uint16_t,
+               uint32_t, uint64_t>(r, OpId::Min);
 }
 
 }  // namespace oat::cpu

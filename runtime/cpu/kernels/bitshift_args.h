@@ -19,11 +19,17 @@ inline bool bitshift_left(const Node& n) {
   return d == "LEFT";
 }
 
-// Checks X and Y (uint8) and returns their broadcast shape.
+inline bool is_unsigned_dtype(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
+}
+
+// Checks X and Y (one unsigned integer type) and returns their broadcast shape.
 inline Shape bitshift_output_shape(KernelContext& ctx, const Tensor& x, const Tensor& y) {
-  if (x.dtype() != DType::U8 || y.dtype() != DType::U8)
-    ctx.fail(cat("X and Y must be uint8 (the unsigned type this runtime stores), got ",
-                 dtype_name(x.dtype()), " and ", dtype_name(y.dtype())));
+  if (!is_unsigned_dtype(x.dtype()) || x.dtype() != y.dtype())
+    ctx.fail(
+        cat("X and Y must be of one unsigned integer type (uint8, uint16, uint32, uint64), "
+            "got ",
+            dtype_name(x.dtype()), " and ", dtype_name(y.dtype())));
   Shape out;
   try {
     out = broadcast_shapes({x.shape(), y.shape()});

@@ -30,7 +30,9 @@ DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
     static const std::pair<const char*, DType> names[] = {
         {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
         {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
-        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
+        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
+        {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
+        {"UINT64", DType::U64}};
     for (const auto& [name, t] : names)
       if (a->s == name) return t;
     throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),

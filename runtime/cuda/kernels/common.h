@@ -10,7 +10,13 @@
 
 namespace oat::cuda {
 
-inline ElemType elem_type(DType t) { return static_cast<ElemType>(static_cast<int>(t)); }
+// The device's element type of a dtype; the wider integer types (I16, U16, U32, U64) have none:
+// their nodes run on the host (CudaContext::placement), so reaching here with one is a bug.
+inline ElemType elem_type(DType t) {
+  if (static_cast<int>(t) > static_cast<int>(DType::Bool))
+    throw Error(cat("no CUDA element type for ", dtype_name(t), " (such nodes run on the host)"));
+  return static_cast<ElemType>(static_cast<int>(t));
+}
 
 // The executor's stream for this kernel.
 inline cudaStream_t stream_of(const KernelContext& ctx) { return cuda_context(ctx).stream(); }

@@ -11,8 +11,9 @@ namespace oat::convert {
 namespace {
 
 const std::pair<int64_t, DType> kOnnxCodes[] = {
-    {1, DType::F32},  {2, DType::U8},   {3, DType::I8},   {6, DType::I32},  {7, DType::I64},
-    {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}};
+    {1, DType::F32},  {2, DType::U8},   {3, DType::I8},   {6, DType::I32},   {7, DType::I64},
+    {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}, {4, DType::U16},
+    {5, DType::I16},  {12, DType::U32}, {13, DType::U64}};
 
 DType from_type_attr(const Node& n, const char* key, DType def) {
   const Attribute* a = n.attr(key);
@@ -70,7 +71,9 @@ DType cast_target(const Node& n) {
     static const std::pair<const char*, DType> names[] = {
         {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
         {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
-        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool}};
+        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
+        {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
+        {"UINT64", DType::U64}};
     for (const auto& [name, t] : names)
       if (a->s == name) return t;
   }
@@ -89,7 +92,11 @@ bool widening_is_exact(DType from, DType to) {
       return to == DType::F32 || to == DType::F64;
     case DType::F32:
       return to == DType::F64;
+    case DType::I16:
+    case DType::U16:
+      return to == DType::F32 || to == DType::F64 || to == DType::I32 || to == DType::I64;
     case DType::I32:
+    case DType::U32:
       return to == DType::I64 || to == DType::F64;
     default:
       return false;
@@ -189,6 +196,8 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     set(0, input(2));
   } else if (op == "RandomNormal" || op == "RandomUniform") {
     set(0, from_type_attr(n, "dtype", DType::F32));
+  } else if (op == "TfIdfVectorizer") {  // integer token ids in, float32 counts out
+    set(0, DType::F32);
   } else if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" ||
              op == "MelWeightMatrix") {  // signal generators: integer sizes in, floats out
     set(0, from_type_attr(n, "output_datatype", DType::F32));

@@ -32,6 +32,7 @@ void register_max_unpool(KernelRegistry& r);    // kernels/max_unpool.cc: MaxUnp
 void register_selection(KernelRegistry& r);     // kernels/selection.cc: Compress Unique NonZero
 void register_det(KernelRegistry& r);           // kernels/det.cc: Det
 void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
+void register_tfidf(KernelRegistry& r);         // kernels/tfidf.cc: TfIdfVectorizer
 // kernels/random.cc: RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli
 // Multinomial
 void register_random(KernelRegistry& r);

@@ -388,6 +388,27 @@ void add_model_op_cases(std::vector<Case>& v) {
     v.push_back({"BitShift", 11, {{"direction", attr_s("LEFT")}}, {sx, sy}, 1, {DType::U8}});
     v.push_back(
         {"BitShift", 11, {{"direction", attr_s("RIGHT")}}, {sx, sy}, 1, {DType::U8}, "right"});
+    // The wider unsigned types have no device element type: host-placed under CUDA.
+    for (DType dt : {DType::U16, DType::U32, DType::U64}) {
+      In wx = ints({16, 4, 1, 200, 65535, 3}, {2, 3}), wy = ints({1, 2, 9});
+      wx.int_type = wy.int_type = dt;
+      v.push_back({"BitShift", 11, {{"direction", attr_s("LEFT")}}, {wx, wy}, 1, {dt}});
+    }
+    // TfIdfVectorizer: integer token rows in, float counts out; no device kernel (host-placed
+    // as an integer node: runtime/cuda/context.cc placement).
+    v.push_back({"TfIdfVectorizer",
+                 9,
+                 {{"mode", attr_s("TFIDF")},
+                  {"min_gram_length", attr_i(1)},
+                  {"max_gram_length", attr_i(2)},
+                  {"max_skip_count", attr_i(1)},
+                  {"pool_int64s", attr_ints({2, 3, 5, 5, 6, 7, 8})},
+                  {"ngram_counts", attr_ints({0, 3})},
+                  {"ngram_indexes", attr_ints({0, 1, 2, 3, 4})},
+                  {"weights", oat_test::attr_floats({0.5f, 1, 2, 3, 4})}},
+                 {ints({2, 3, 5, 6, 2, 7, 0, 8, 5, 6}, {2, 5})},
+                 1,
+                 {DType::I64}});
   }
   // Signal processing (opset 17): DFT, STFT and their adjoints run on the device as direct
   // sums (runtime/cuda/kernels/signal.cc); the CPU's FFT (radix-2 or Bluestein) is the

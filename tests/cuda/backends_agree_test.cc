@@ -238,9 +238,9 @@ TEST_CASE("every backend agrees with the CPU reference") {
 // except the ops that do no floating arithmetic (one case in any dtype) and the exemptions
 // below, each with its reason.
 TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
-  const std::set<OpId> not_floating = {OpId::Not, OpId::And, OpId::Or, OpId::Xor, OpId::Shape,
-                                       OpId::Size, OpId::MatMulInteger, OpId::ConvInteger,
-                                       OpId::BitShift};
+  const std::set<OpId> not_floating = {
+      OpId::Not,  OpId::And,           OpId::Or,          OpId::Xor,      OpId::Shape,
+      OpId::Size, OpId::MatMulInteger, OpId::ConvInteger, OpId::BitShift, OpId::TfIdfVectorizer};
   // Generators run on the host in every executor (their outputs are shapes and constants,
   // uploaded where a device node reads them): no CUDA kernel, no case.
   const std::set<OpId> host_only = {OpId::Constant, OpId::ConstantOfShape, OpId::Range,
@@ -275,9 +275,10 @@ TEST_CASE("the agreement table covers every op in F32, F16 and BF16") {
   // every backend; a step with one is not captured in a CUDA graph): their seeded cases agree.
   // RandomNormal/RandomUniform(+Like) have a device kernel for unseeded nodes (Philox, both
   // backends) and run on the host when seeded: cases of both kinds.
-  const std::set<OpId> host_placed = {OpId::NonMaxSuppression, OpId::Compress, OpId::Unique,
-                                       OpId::Det,         OpId::NonZero, OpId::Bernoulli,
-                                       OpId::Multinomial};
+  // TfIdfVectorizer too (an integer node without a device kernel).
+  const std::set<OpId> host_placed = {
+      OpId::NonMaxSuppression, OpId::Compress,  OpId::Unique,      OpId::Det,
+      OpId::NonZero,           OpId::Bernoulli, OpId::Multinomial, OpId::TfIdfVectorizer};
   // FP32 by design: the optimizer ops update FP32 masters from FP32 (unscaled) gradients; the
   // F16/BF16 gradients are widened by UnscaleAndCheck, whose cases cover F16/BF16.
   const std::set<OpId> fp32_only = {OpId::SGDUpdate, OpId::AdamUpdate, OpId::MultiSGDUpdate,

@@ -350,6 +350,7 @@ void register_shape_gradients(GradientRegistry& r) {
   r.add(OpId::NonMaxSuppression, {nullptr, {0, 1, 2, 3, 4}});
   r.add(OpId::BitShift, {nullptr, {0, 1}});
   r.add(OpId::NonZero, {nullptr, {0}});
+  r.add(OpId::TfIdfVectorizer, {nullptr, {0}});  // integer token ids in
   // Random generators: their outputs are constants for the step (drawn in the forward pass).
   // The *Like ops read only their input's shape and Bernoulli's probabilities get no gradient
   // (as torch.bernoulli); a VAE's z = mu + sigma * eps trains mu and sigma through Mul and Add.

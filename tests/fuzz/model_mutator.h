@@ -448,7 +448,7 @@ inline std::string mutate_graph_value(onnx::ValueInfoProto& v, Rng& rng) {
   auto* tt = v.mutable_type()->mutable_tensor_type();
   switch (below(rng, 3)) {
     case 0: {
-      static const std::vector<int> types = {1, 6, 7, 9, 10, 11, 16, 8, 0};
+      static const std::vector<int> types = {1, 6, 7, 9, 10, 11, 16, 8, 0, 4, 5, 12, 13};
       tt->set_elem_type(pick(rng, types));
       return where + "elem_type -> " + std::to_string(tt->elem_type());
     }

@@ -4,16 +4,12 @@
 #include <set>
 
 #include "runtime/grad_type.h"
+#include "runtime/onnx_type_code.h"
 #include "runtime/ops.h"
 
 namespace oat::convert {
 
 namespace {
-
-const std::pair<int64_t, DType> kOnnxCodes[] = {
-    {1, DType::F32},  {2, DType::U8},   {3, DType::I8},   {6, DType::I32},   {7, DType::I64},
-    {9, DType::Bool}, {10, DType::F16}, {11, DType::F64}, {16, DType::BF16}, {4, DType::U16},
-    {5, DType::I16},  {12, DType::U32}, {13, DType::U64}};
 
 DType from_type_attr(const Node& n, const char* key, DType def) {
   const Attribute* a = n.attr(key);
@@ -52,31 +48,21 @@ const char* precision_name(DType t) {
 }
 
 int64_t onnx_type_code(DType t) {
-  for (const auto& [code, d] : kOnnxCodes)
-    if (d == t) return code;
-  throw Error(cat("no ONNX type code for ", dtype_name(t)));
+  const int64_t code = onnx_code_of(t);
+  if (code == 0) throw Error(cat("no ONNX type code for ", dtype_name(t)));
+  return code;
 }
 
 DType dtype_from_onnx_code(int64_t code) {
-  for (const auto& [c, d] : kOnnxCodes)
-    if (c == code) return d;
-  return DType::Undefined;
+  return dtype_of_onnx_code(code).value_or(DType::Undefined);
 }
 
 DType cast_target(const Node& n) {
   const Attribute* a = n.attr("to");
   if (!a) return DType::Undefined;
   if (a->kind == Attribute::Kind::Int) return dtype_from_onnx_code(a->i);
-  if (a->kind == Attribute::Kind::String) {
-    static const std::pair<const char*, DType> names[] = {
-        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
-        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
-        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
-        {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
-        {"UINT64", DType::U64}};
-    for (const auto& [name, t] : names)
-      if (a->s == name) return t;
-  }
+  if (a->kind == Attribute::Kind::String)
+    return dtype_of_onnx_name(a->s).value_or(DType::Undefined);
   return DType::Undefined;
 }
 

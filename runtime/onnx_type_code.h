@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "runtime/dtype.h"
 
@@ -78,6 +79,20 @@ inline int64_t onnx_code_of(DType t) {
       break;
   }
   return 0;
+}
+
+// The DType of a TensorProto.DataType name ("FLOAT", "UINT16", ...: Cast's `to` as a string,
+// before opset 6), nothing for a type the runtime does not store.
+inline std::optional<DType> dtype_of_onnx_name(const std::string& name) {
+  static const std::pair<const char*, DType> names[] = {
+      {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
+      {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
+      {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
+      {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
+      {"UINT64", DType::U64}};
+  for (const auto& [n, t] : names)
+    if (name == n) return t;
+  return std::nullopt;
 }
 
 }  // namespace oat

@@ -368,10 +368,11 @@ Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>
   };
   for (const Tensor* t : inputs)
     if (t && !device_type(t->dtype())) return Device::CPU;
-  if (node.op == OpId::Cast)
-    if (const Attribute* to = node.attr("to"); to && to->kind == Attribute::Kind::Int)
-      if (const std::optional<DType> d = dtype_of_onnx_code(to->i); d && !device_type(*d))
-        return Device::CPU;
+  if (const Attribute* to = node.op == OpId::Cast ? node.attr("to") : nullptr) {
+    const std::optional<DType> d =
+        to->kind == Attribute::Kind::String ? dtype_of_onnx_name(to->s) : dtype_of_onnx_code(to->i);
+    if (d && !device_type(*d)) return Device::CPU;
+  }
   // Integer and bool nodes whose op has no CUDA kernel in that dtype (index arithmetic the device
   // kernels, float-only, do not cover: OneHot's wrap of negative indices is a Less on int64 ids)
   // run on the host, their device inputs downloaded: exact either way, as ONNX Runtime's CPU

@@ -200,6 +200,18 @@ void add_elementwise_cases(std::vector<Case>& v) {
                  1,
                  {DType::F32, DType::F16, DType::BF16},
                  "to=" + std::to_string(to)});
+  // To the wider integer types (no device element type: host-placed), and opset 1's type names.
+  for (int64_t to : {4, 5, 12, 13})
+    v.push_back({"Cast",
+                 13,
+                 {{"to", attr_i(to)}},
+                 {flt({5, 7})},
+                 1,
+                 {DType::F32},
+                 "to=" + std::to_string(to)});
+  for (const char* to : {"FLOAT16", "INT32", "UINT16"})
+    v.push_back(
+        {"Cast", 1, {{"to", attr_s(to)}}, {flt({5, 7})}, 1, {DType::F32}, std::string("to=") + to});
   // GEMMs
   v.push_back({"MatMul", 13, {}, {flt({5, 7}), flt({7, 3})}});
   v.push_back({"MatMul", 13, {}, {flt({2, 5, 7}), flt({7, 3})}});

@@ -27,14 +27,7 @@ namespace {
 DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
   if (!a) throw Error(cat(n.describe(), ": missing attribute 'to'"));
   if (a->kind == Attribute::Kind::String) {
-    static const std::pair<const char*, DType> names[] = {
-        {"FLOAT", DType::F32},  {"FLOAT16", DType::F16}, {"BFLOAT16", DType::BF16},
-        {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
-        {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
-        {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
-        {"UINT64", DType::U64}};
-    for (const auto& [name, t] : names)
-      if (a->s == name) return t;
+    if (const std::optional<DType> t = dtype_of_onnx_name(a->s)) return *t;
     throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
                       cat(n.op_type, "(to=", a->s, ")"));
   }

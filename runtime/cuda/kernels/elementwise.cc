@@ -152,9 +152,14 @@ void unary(KernelContext& ctx) {
                stream_of(ctx));
 }
 
-// Cast's 'to' (TensorProto.DataType codes, opset 6 on).
+// Cast's 'to' (TensorProto.DataType codes from opset 6, a type name string before).
 DType cast_target(const Node& n) {
   const Attribute* a = n.attr("to");
+  if (a && a->kind == Attribute::Kind::String) {
+    if (const std::optional<DType> t = dtype_of_onnx_name(a->s)) return *t;
+    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
+                      cat(n.op_type, "(to=", a->s, ")"));
+  }
   if (!a || a->kind != Attribute::Kind::Int)
     throw Error(cat(n.describe(), ": 'to' must be an integer TensorProto data type"));
   if (const std::optional<DType> t = dtype_of_onnx_code(a->i)) return *t;

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <optional>
 
+#include "runtime/cpu/kernels/cast_args.h"
 #include "runtime/cpu/kernels/random_philox.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/kernels/optimizer_impl.h"
-#include "runtime/onnx_type_code.h"
 #include "runtime/registry.h"
 #include "runtime/sequence_ops.h"
 #include "runtime/subgraph.h"
@@ -363,16 +363,11 @@ Device CudaContext::placement(const Node& node, const std::vector<const Tensor*>
   if (host_placed(node.op)) return Device::CPU;
   // int16, uint16, uint32 and uint64 have no device element type (kernels/launch.h ElemType):
   // nodes that read or make them run on the host (Cast's target counts).
-  auto device_type = [](DType t) {
-    return t == DType::Undefined || static_cast<int>(t) <= static_cast<int>(DType::Bool);
-  };
   for (const Tensor* t : inputs)
-    if (t && !device_type(t->dtype())) return Device::CPU;
-  if (const Attribute* to = node.op == OpId::Cast ? node.attr("to") : nullptr) {
-    const std::optional<DType> d =
-        to->kind == Attribute::Kind::String ? dtype_of_onnx_name(to->s) : dtype_of_onnx_code(to->i);
-    if (d && !device_type(*d)) return Device::CPU;
-  }
+    if (t && !has_device_type(t->dtype())) return Device::CPU;
+  if (const Attribute* to = node.op == OpId::Cast ? node.attr("to") : nullptr)
+    if (const std::optional<DType> d = cpu::cast_to_dtype(*to); d && !has_device_type(*d))
+      return Device::CPU;
   // Integer and bool nodes whose op has no CUDA kernel in that dtype (index arithmetic the device
   // kernels, float-only, do not cover: OneHot's wrap of negative indices is a Less on int64 ids)
   // run on the host, their device inputs downloaded: exact either way, as ONNX Runtime's CPU

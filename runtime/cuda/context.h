@@ -13,6 +13,13 @@
 
 namespace oat::cuda {
 
+// Whether the device stores `t` (kernels/launch.h ElemType mirrors DType's first nine: F32 ...
+// Bool). int16, uint16, uint32 and uint64 have no device element type: nodes that read or make
+// them run on the host (CudaContext::placement). Undefined (no tensor yet) counts as stored.
+inline bool has_device_type(DType t) {
+  return t == DType::Undefined || static_cast<int>(t) <= static_cast<int>(DType::Bool);
+}
+
 class CudaContext final : public DeviceContext {
  public:
   CudaContext();  // throws Error "no CUDA device: ..." when none answers

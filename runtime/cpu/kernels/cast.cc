@@ -15,28 +15,13 @@
 // register_generator().
 #include <type_traits>
 
+#include "runtime/cpu/kernels/cast_args.h"
 #include "runtime/cpu/kernels/movement.h"
 #include "runtime/cpu/register.h"
-#include "runtime/onnx_type_code.h"
 
 namespace oat::cpu {
 
 namespace {
-
-// ONNX TensorProto.DataType (Cast's 'to', integer from opset 6, a type name string before).
-DType dtype_from_onnx_code(const Node& n, const Attribute* a) {
-  if (!a) throw Error(cat(n.describe(), ": missing attribute 'to'"));
-  if (a->kind == Attribute::Kind::String) {
-    if (const std::optional<DType> t = dtype_of_onnx_name(a->s)) return *t;
-    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
-                      cat(n.op_type, "(to=", a->s, ")"));
-  }
-  if (const std::optional<DType> t = dtype_of_onnx_code(a->i)) return *t;
-  if (a->i == 8)
-    throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
-  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
-                    cat(n.op_type, "(to=", a->i, ")"));
-}
 
 bool is_float_type(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
@@ -87,7 +72,7 @@ Tensor cast_to(const Tensor& x, DType to) {
 
 class CastKernel : public OpKernel {
  public:
-  explicit CastKernel(const Node& n) : to_(dtype_from_onnx_code(n, n.attr("to"))) {}
+  explicit CastKernel(const Node& n) : to_(cast_target(n)) {}
   void compute(KernelContext& ctx) override { ctx.set_output(0, cast_to(ctx.input(0), to_)); }
 
  private:

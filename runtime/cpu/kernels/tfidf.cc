@@ -101,11 +101,10 @@ class TfIdfKernel : public OpKernel {
         ctx.allocate_output(0, DType::F32, x.rank() == 2 ? Shape{rows, columns_} : Shape{columns_});
     float* yp = y.data<float>();
     std::fill(yp, yp + y.numel(), 0.0f);
-    std::vector<int64_t> row(static_cast<size_t>(c));
+    const Tensor ids = cast_tensor(x, DType::I64);  // int32 widened once
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t i = 0; i < c; ++i) row[i] = x.item_as_int(r * c + i);
       float* out = yp + r * columns_;
-      count_row(row, out);
+      count_row(ids.data<int64_t>() + r * c, c, out);
       for (int64_t j = 0; j < columns_; ++j) {
         const float w = weights_.empty() ? 1.0f : weights_[j];
         if (mode_ == Mode::IDF)
@@ -119,8 +118,7 @@ class TfIdfKernel : public OpKernel {
  private:
   enum class Mode { TF, IDF, TFIDF };
 
-  void count_row(const std::vector<int64_t>& row, float* out) const {
-    const int64_t c = static_cast<int64_t>(row.size());
+  void count_row(const int64_t* row, int64_t c, float* out) const {
     int64_t first_n = min_n_;
     for (int64_t d = 1; d <= max_skip_ + 1; ++d) {
       for (int64_t p = 0; p < c; ++p) {

@@ -13,7 +13,7 @@ namespace oat::cuda {
 // The device's element type of a dtype; the wider integer types (I16, U16, U32, U64) have none:
 // their nodes run on the host (CudaContext::placement), so reaching here with one is a bug.
 inline ElemType elem_type(DType t) {
-  if (static_cast<int>(t) > static_cast<int>(DType::Bool))
+  if (t == DType::Undefined || !has_device_type(t))
     throw Error(cat("no CUDA element type for ", dtype_name(t), " (such nodes run on the host)"));
   return static_cast<ElemType>(static_cast<int>(t));
 }

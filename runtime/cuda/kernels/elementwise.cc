@@ -6,12 +6,12 @@
 #include <limits>
 
 #include "runtime/cpu/broadcast.h"
+#include "runtime/cpu/kernels/cast_args.h"
 #include "runtime/cpu/kernels/gelu_mode.h"
 #include "runtime/cpu/kernels/prelu_slope.h"
 #include "runtime/cuda/kernels/common.h"
 #include "runtime/cuda/kernels/elementwise_impl.h"
 #include "runtime/cuda/register.h"
-#include "runtime/onnx_type_code.h"
 
 namespace oat::cuda {
 
@@ -152,21 +152,6 @@ void unary(KernelContext& ctx) {
                stream_of(ctx));
 }
 
-// Cast's 'to' (TensorProto.DataType codes from opset 6, a type name string before).
-DType cast_target(const Node& n) {
-  const Attribute* a = n.attr("to");
-  if (a && a->kind == Attribute::Kind::String) {
-    if (const std::optional<DType> t = dtype_of_onnx_name(a->s)) return *t;
-    throw Unsupported(cat(n.describe(), ": cast to ", a->s, " is not supported"),
-                      cat(n.op_type, "(to=", a->s, ")"));
-  }
-  if (!a || a->kind != Attribute::Kind::Int)
-    throw Error(cat(n.describe(), ": 'to' must be an integer TensorProto data type"));
-  if (const std::optional<DType> t = dtype_of_onnx_code(a->i)) return *t;
-  throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
-                    cat(n.op_type, "(to=", a->i, ")"));
-}
-
 void cast_to(KernelContext& ctx, DType to) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() == to) {
@@ -197,7 +182,7 @@ void predicate(KernelContext& ctx) {
 
 class CastKernel : public OpKernel {
  public:
-  explicit CastKernel(const Node& n) : to_(cast_target(n)) {}
+  explicit CastKernel(const Node& n) : to_(cpu::cast_target(n)) {}
   void compute(KernelContext& ctx) override { cast_to(ctx, to_); }
 
  private:

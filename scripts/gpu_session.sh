@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # scripts/gpu_session.sh: everything issue #5 item 6 asks of a lent GPU, in one device call.
 #
-# Run ON the device machine, from the repository root, with .carry carried (made here by
-# scripts/make_device_carry.sh):
+# Run ON the device machine, from the repository root, with one of two carries:
 #
-#   device run, carry [".carry"], timeout_s 600:
-#     bash scripts/gpu_session.sh
+#   prebuilt (preferred: no build on the device's clock): binaries built here by
+#   scripts/make_device_bundle.sh (a CUDA build for sm_90, stripped, with the Debian libraries):
+#     device run, carry [".carry/bundle"], timeout_s 600:
+#       bash scripts/gpu_session.sh
+#   (with .carry/bundle/bundle.tar.xz present the build dir is build-prebuilt/, which the bundle
+#   phase unpacks it into, and the phases are env,bundle,cuda_tests,check,export,bench,kernels)
+#
+#   build on the device: headers and libraries made here by scripts/make_device_carry.sh:
+#     device run, carry [".carry"], timeout_s 600:
+#       bash scripts/gpu_session.sh
 #
 # Phases, in this order (OAT_PHASES picks and orders them; comma-separated):
 #   env        the machine: nvidia-smi, nvcc, g++, cmake, python3/torch/torchvision, where cuDNN
 #              and cuBLAS are (the toolkit, or pip's nvidia/* folders of the torch install)
+#   bundle     (prebuilt only) unpacks .carry/bundle/bundle.tar.xz; the binaries load here: glibc new enough, every library
+#              found (lib/fallback's libstdc++ added only when the device's is too old); sets
+#              OAT_CLI so cuda_tests' CLI cases run the carried onnx-amp-train
 #   configure  cmake Release, CUDA on (OAT_CUDA=ON), sm_90 only, Ninja when there, against
 #              .carry/root only for the Debian packages (CMAKE_PREFIX_PATH, CPATH, LD_LIBRARY_PATH)
 #   build      onnx-amp-train, oat_train_step, cuda_tests (-j $OAT_JOBS, default nproc)
@@ -52,11 +62,21 @@ START=$SECONDS
 OUT="${OUT:-$ROOT/gpu_session_out}"
 mkdir -p "$OUT"
 DEADLINE="${OAT_DEADLINE:-560}"
-PHASES="${OAT_PHASES:-env,configure,build,cuda_tests,check,export,bench,kernels,ctest}"
 DEVICE="${OAT_DEVICE:-cuda}"
 JOBS="${OAT_JOBS:-$(nproc)}"
+BUNDLE="${OAT_BUNDLE:-$ROOT/.carry/bundle}"  # scripts/make_device_bundle.sh's output
+PREBUILT=0
+if [[ -z "${OAT_BUILD_DIR:-}" && -f "$BUNDLE/bundle.tar.xz" ]]; then
+  PREBUILT=1
+  OAT_BUILD_DIR="$ROOT/build-prebuilt"
+fi
 BUILD="${OAT_BUILD_DIR:-$ROOT/build-gpu}"
 [[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+if (( PREBUILT )); then
+  PHASES="${OAT_PHASES:-env,bundle,cuda_tests,check,export,bench,kernels}"
+else
+  PHASES="${OAT_PHASES:-env,configure,build,cuda_tests,check,export,bench,kernels,ctest}"
+fi
 CARRY="$ROOT/.carry/root"
 PY="${OAT_PYTHON:-python3}"
 CHECK_MODELS="${OAT_CHECK_MODELS:-mlp lenet5 resnet18-cifar transformer resnet18}"
@@ -176,6 +196,7 @@ phase_env() {
     echo "== cmake: $(cmake --version 2>&1 | head -1) ($(command -v cmake)); ninja: $(ninja --version 2>/dev/null || echo none)"
     echo "== cuDNN: include ${CUDNN_INC:-NOT FOUND}, lib ${CUDNN_LIB:-NOT FOUND}"
     echo "== cuBLAS: ${CUBLAS_LIB:-NOT FOUND} (Lt ${CUBLASLT_LIB:-?}, include ${CUBLAS_INC:-?})"
+    (( PREBUILT )) && echo "== prebuilt: $BUNDLE/bundle.tar.xz ($(sed -n 1,2p "$BUNDLE/MANIFEST.txt" | tr '\n' ' ')) -> $BUILD"
     echo "== carry: $( [[ -d "$CARRY" ]] && { du -sh "$ROOT/.carry" | cut -f1; head -1 "$ROOT/.carry/MANIFEST.txt" 2>/dev/null; } || echo "NONE (.carry/root missing: run scripts/make_device_carry.sh here and carry .carry)")"
     echo "== CMAKE_PREFIX_PATH=${CMAKE_PREFIX_PATH:-}"
     echo "== CPATH=${CPATH:-}"
@@ -199,6 +220,41 @@ except Exception as e:
 EOF
   } >> "$OUT/env.log" 2>&1
   [[ "$DEVICE" != cuda || -n "$CUDNN_LIB" ]]
+}
+
+# The prebuilt binaries of scripts/make_device_bundle.sh: can this machine load them?
+phase_bundle() {
+  LOGFILE=build.log
+  (( PREBUILT )) || { log "bundle: no $BUNDLE/bundle.tar.xz (scripts/make_device_bundle.sh)"; return 1; }
+  log "bundle: unpacking $BUNDLE/bundle.tar.xz into $BUILD ($(sed -n 2p "$BUNDLE/MANIFEST.txt"))"
+  if command -v xz > /dev/null; then
+    tmo 120 tar -C "$BUILD" -xJf "$BUNDLE/bundle.tar.xz" >> "$OUT/build.log" 2>&1 || return 1
+  else  # no xz-utils there: Python's lzma reads it
+    tmo 120 "$PY" -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
+      "$BUNDLE/bundle.tar.xz" "$BUILD" >> "$OUT/build.log" 2>&1 || return 1
+  fi
+  cat "$BUILD/MANIFEST.txt" >> "$OUT/build.log"
+  echo "== this machine: glibc $(ldd --version 2>/dev/null | head -1 | awk '{print $NF}')" >> "$OUT/build.log"
+  prepend LD_LIBRARY_PATH "$BUILD/lib"
+  export OAT_CLI="$BUILD/onnx-amp-train"
+  local b rc=0
+  if ! "$BUILD/onnx-amp-train" --help > /dev/null 2>> "$OUT/build.log"; then
+    # The device's libstdc++ may be older than the one these were built against (GLIBCXX_...
+    # not found): the carried one then goes first.
+    log "bundle: onnx-amp-train does not start with the device's libstdc++; trying lib/fallback"
+    prepend LD_LIBRARY_PATH "$BUILD/lib/fallback"
+  fi
+  for b in onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests; do
+    if ldd "$BUILD/$b" 2>&1 | grep -q "not found"; then
+      echo "== $b: missing libraries" >> "$OUT/build.log"
+      ldd "$BUILD/$b" 2>&1 | grep "not found" >> "$OUT/build.log"
+      rc=1
+    fi
+  done
+  "$BUILD/onnx-amp-train" --help > /dev/null 2>> "$OUT/build.log" || rc=1
+  echo "== LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$OUT/build.log"
+  (( rc == 0 )) || log "bundle: the binaries do not load here (build.log); carry .carry (make_device_carry.sh) and build instead"
+  return $rc
 }
 
 phase_configure() {
@@ -360,7 +416,7 @@ for ph in "${phase_list[@]}"; do
   esac
   PHASE_ROWS+=("| $ph | $st | $((SECONDS - t0)) |")
   # A failed configure/build leaves nothing to run.
-  if [[ ($ph == configure || $ph == build) && $rc -ne 0 ]]; then
+  if [[ ($ph == bundle || $ph == configure || $ph == build) && $rc -ne 0 ]]; then
     PHASE_ROWS+=("| (rest) | not run: $ph failed, see build.log | 0 |")
     break
   fi

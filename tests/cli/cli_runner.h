@@ -1,4 +1,6 @@
-// Runs the real onnx-amp-train binary (OAT_CLI_PATH) with captured stdout and stderr.
+// Runs the real onnx-amp-train binary with captured stdout and stderr: the one this build made
+// (OAT_CLI_PATH), or $OAT_CLI when set (binaries carried to another machine, where the build's
+// absolute path does not exist: scripts/make_device_bundle.sh).
 #pragma once
 
 #include <sys/wait.h>
@@ -34,9 +36,14 @@ inline std::string shell_quote(const std::string& s) {
   return r + "'";
 }
 
+inline std::string cli_path() {
+  const char* cli = std::getenv("OAT_CLI");
+  return cli && *cli ? std::string(cli) : std::string(OAT_CLI_PATH);
+}
+
 // `args` are passed as separate, quoted words.
 inline CliResult run_cli(const std::vector<std::string>& args, const TempDir& scratch) {
-  std::string cmd = shell_quote(OAT_CLI_PATH);
+  std::string cmd = shell_quote(cli_path());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   const std::string out = scratch / "cli_stdout.txt", err = scratch / "cli_stderr.txt";
   cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err);

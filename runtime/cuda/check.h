@@ -37,6 +37,14 @@ const char* cublas_status_name(cublasStatus_t s);
       ::oat::cuda::throw_call_error(#call, __FILE__, __LINE__, cudnnGetErrorString(oat_st_)); \
   } while (0)
 
+// A status already returned by `name` (a call whose refusal the caller handles first).
+#define CUDNN_CHECK_STATUS(status, name)                                                   \
+  do {                                                                                     \
+    const cudnnStatus_t oat_st_ = (status);                                                \
+    if (oat_st_ != CUDNN_STATUS_SUCCESS)                                                   \
+      ::oat::cuda::throw_call_error(name, __FILE__, __LINE__, cudnnGetErrorString(oat_st_)); \
+  } while (0)
+
 // After a kernel launch: launch-configuration errors surface here, execution errors at the next
 // synchronising call.
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())

@@ -11,7 +11,10 @@
 // of x in window order (the first NaN under PROPAGATE_NAN), recomputed from x (y is checked but not
 // read); for averages g[i] += dy[o] / divisor_o over the windows o holding i (x and y are not
 // read and may be null). All in double, one rounding (cudnn_internal.h).
+// OAT_EMU_CUDNN_NO_BF16_POOL=1: both refuse BF16 tensors (NOT_SUPPORTED_DATA_TYPE, nothing
+// queued), as a cuDNN that does not pool BF16 would (the backend's fallback; pool_window.h).
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -20,6 +23,11 @@
 using namespace oat_emu::dnn;
 
 namespace {
+
+bool refuse_bf16() {
+  const char* e = std::getenv("OAT_EMU_CUDNN_NO_BF16_POOL");
+  return e && *e && *e != '0';
+}
 
 struct PoolGeom {
   int N = 1, C = 1;
@@ -132,6 +140,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle,
     PoolGeom g;
     const cudnnStatus_t st = make_geom(poolingDesc, xDesc, yDesc, &g);
     if (st != CUDNN_STATUS_SUCCESS) return st;
+    if (g.dtype == CUDNN_DATA_BFLOAT16 && refuse_bf16()) return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
     const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);
     const Layout lx = layout_of(*xDesc), ly = layout_of(*yDesc);
     oat_emu::enqueue(handle->stream, "cudnnPoolingForward", [=] {
@@ -165,6 +174,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(
     PoolGeom g;
     const cudnnStatus_t st = make_geom(poolingDesc, xDesc, yDesc, &g);
     if (st != CUDNN_STATUS_SUCCESS) return st;
+    if (g.dtype == CUDNN_DATA_BFLOAT16 && refuse_bf16()) return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
     if (!same_dims(*yDesc, *dyDesc) || !same_dims(*xDesc, *dxDesc)) return CUDNN_STATUS_BAD_PARAM;
     if (g.is_max() && (!x || !y)) return CUDNN_STATUS_BAD_PARAM;
     const double a = scalar(alpha, g.dtype), b = scalar(beta, g.dtype);

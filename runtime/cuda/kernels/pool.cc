@@ -10,6 +10,8 @@
 // Indices = its flat index in X over (N, C, spatial), the spatial part row-major
 // (storage_order = 0) or column-major (storage_order = 1), as the CPU's max_pool_with_indices.
 // GlobalAveragePool / GlobalMaxPool: one window over all spatial dims.
+// BF16: cuDNN first; where it refuses BF16 pooling (pool_window.h, cudnn_refuses_dtype) the
+// kernel runs the own kernels from then on (the same window rule as the CPU).
 
 #include <algorithm>
 
@@ -26,23 +28,36 @@ namespace {
 
 const float kOne = 1.f, kZero = 0.f;
 
-void run_pool(KernelContext& ctx, cudnnPoolingMode_t mode, const std::vector<int>& window,
-              const std::vector<int>& pad, const std::vector<int>& stride, const Shape& y_shape) {
+// Y (allocated by the caller, shape w.y_shape) through cuDNN. False, with nothing queued, when
+// cuDNN refuses X's dtype (BF16 only; pool_window.h).
+bool run_pool(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow& w, Tensor& y) {
   const Tensor& x = ctx.input(0);
-  if (numel(y_shape) == 0) {  // N = 0 or C = 0: cuDNN's descriptors reject 0 dims
-    ctx.allocate_output(0, x.dtype(), y_shape);
-    return;
-  }
+  if (y.numel() == 0) return true;  // N = 0 or C = 0: cuDNN's descriptors reject 0 dims
   PoolDesc pd;
   CUDNN_CHECK(cudnnSetPoolingNdDescriptor(pd.get(), mode, CUDNN_PROPAGATE_NAN,
-                                          static_cast<int>(window.size()), window.data(),
-                                          pad.data(), stride.data()));
+                                          static_cast<int>(w.window.size()), w.window.data(),
+                                          w.pad.data(), w.stride.data()));
   TensorDesc xd, yd;
   xd.set(x.dtype(), x.shape());
-  yd.set(x.dtype(), y_shape);
-  Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
-  CUDNN_CHECK(cudnnPoolingForward(cuda_context(ctx).cudnn(), pd.get(), &kOne, xd.get(),
-                                  x.raw_data(), &kZero, yd.get(), y.raw_data()));
+  yd.set(x.dtype(), w.y_shape);
+  const cudnnStatus_t st = cudnnPoolingForward(cuda_context(ctx).cudnn(), pd.get(), &kOne,
+                                               xd.get(), x.raw_data(), &kZero, yd.get(),
+                                               y.raw_data());
+  if (cudnn_refuses_dtype(st, x.dtype())) return false;
+  CUDNN_CHECK_STATUS(st, "cudnnPoolingForward");
+  return true;
+}
+
+// Y (allocated, shape (N, C, w.out...)) through pool_impl.h's kernels: any window.
+void own_pool(KernelContext& ctx, const cpu::Window3& w, bool max, bool include_pad, Tensor& y) {
+  const Tensor& x = ctx.input(0);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  if (max)
+    launch_max_pool_indices(elem_type(x.dtype()), x.raw_data(), y.raw_data(), nullptr, planes,
+                            pool_geometry(w), false, stream_of(ctx));
+  else
+    launch_avg_pool(elem_type(x.dtype()), x.raw_data(), y.raw_data(), planes, pool_geometry(w),
+                    include_pad, stream_of(ctx));
 }
 
 class PoolKernel : public OpKernel {
@@ -61,16 +76,18 @@ class PoolKernel : public OpKernel {
       return;
     }
     const cpu::Window3 cw = cpu::forward_window(ctx, attrs_, x.shape(), attrs_.kernel_shape);
-    if (!cudnn_pool_window(cw)) {
-      own_pool(ctx, cw);
-      return;
+    Shape y_shape = {x.dim(0), x.dim(1)};
+    for (int64_t d : cw.out_shape()) y_shape.push_back(d);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
+    if (cudnn_ && cudnn_pool_window(cw)) {
+      const cudnnPoolingMode_t mode =
+          max_ ? CUDNN_POOLING_MAX
+               : (include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                               : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
+      if (run_pool(ctx, mode, cudnn_view(cw, x.shape()), y)) return;
+      cudnn_ = false;  // cuDNN refuses this dtype: own kernels from now on
     }
-    const PoolWindow w = cudnn_view(cw, x.shape());
-    const cudnnPoolingMode_t mode =
-        max_ ? CUDNN_POOLING_MAX
-             : (include_pad_ ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
-    run_pool(ctx, mode, w.window, w.pad, w.stride, w.y_shape);
+    own_pool(ctx, cw, max_, include_pad_, y);
   }
 
  private:
@@ -87,35 +104,36 @@ class PoolKernel : public OpKernel {
                             column_major_, stream_of(ctx));
   }
 
-  // A window cuDNN cannot express, through pool_impl.h's kernels.
-  void own_pool(KernelContext& ctx, const cpu::Window3& w) const {
-    const Tensor& x = ctx.input(0);
-    Shape y_shape = {x.dim(0), x.dim(1)};
-    for (int64_t d : w.out_shape()) y_shape.push_back(d);
-    Tensor& y = ctx.allocate_output(0, x.dtype(), y_shape);
-    const int64_t planes = x.dim(0) * x.dim(1);
-    if (max_)
-      launch_max_pool_indices(elem_type(x.dtype()), x.raw_data(), y.raw_data(), nullptr, planes,
-                              pool_geometry(w), false, stream_of(ctx));
-    else
-      launch_avg_pool(elem_type(x.dtype()), x.raw_data(), y.raw_data(), planes, pool_geometry(w),
-                      include_pad_, stream_of(ctx));
-  }
-
   cpu::WindowAttrs attrs_;
   bool max_;
   bool include_pad_;
   bool column_major_;  // MaxPool storage_order = 1
+  bool cudnn_ = true;  // false once cuDNN refused the dtype (BF16)
 };
 
 template <bool Max>
-void global_pool(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
-  const PoolWindow w = global_window(x.shape());
-  run_pool(ctx, Max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, w.window,
-           w.pad, w.stride, w.y_shape);
-}
+class GlobalPoolKernel : public OpKernel {
+ public:
+  explicit GlobalPoolKernel(const Node&) {}
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
+    const PoolWindow w = global_window(x.shape());
+    Tensor& y = ctx.allocate_output(0, x.dtype(), w.y_shape);
+    if (cudnn_) {
+      if (run_pool(ctx, Max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, w,
+                   y))
+        return;
+      cudnn_ = false;
+    }
+    if (x.rank() > 5) ctx.fail(cat("the own pooling kernels take up to 3 spatial dims, X is ",
+                                   shape_str(x.shape())));
+    own_pool(ctx, global_window3(x.shape()), Max, true, y);
+  }
+
+ private:
+  bool cudnn_ = true;
+};
 
 }  // namespace
 
@@ -154,6 +172,16 @@ PoolGeometry pool_geometry(const cpu::Window3& w) {
   return g;
 }
 
+cpu::Window3 global_window3(const Shape& x) {
+  cpu::Window3 w;
+  w.nd = static_cast<int>(x.size()) - 2;
+  for (int d = 0; d < w.nd && d < 3; ++d) {  // the last nd slots, as forward_window fills them
+    const int s = 3 - w.nd + d;
+    w.in[s] = w.k[s] = x[2 + d];
+  }
+  return w;
+}
+
 PoolWindow global_window(const Shape& x) {
   const std::vector<int> dims = cudnn_dims(x);
   PoolWindow p;
@@ -169,8 +197,8 @@ PoolWindow global_window(const Shape& x) {
 void register_pool(KernelRegistry& r) {
   add_floats(r, OpId::MaxPool, kernel_factory<PoolKernel>());
   add_floats(r, OpId::AveragePool, kernel_factory<PoolKernel>());
-  add_floats(r, OpId::GlobalAveragePool, function_kernel(global_pool<false>));
-  add_floats(r, OpId::GlobalMaxPool, function_kernel(global_pool<true>));
+  add_floats(r, OpId::GlobalAveragePool, kernel_factory<GlobalPoolKernel<false>>());
+  add_floats(r, OpId::GlobalMaxPool, kernel_factory<GlobalPoolKernel<true>>());
 }
 
 }  // namespace oat::cuda

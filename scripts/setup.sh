@@ -19,7 +19,9 @@ if [ -z "${SKIP_APT:-}" ]; then
   # ONNX Runtime (the reference our outputs are checked against) and PyPI's onnx (opset 18+
   # conversion) for whichever python3 is first on PATH. Debian's own python3 is "externally
   # managed" (PEP 668), so fall back to --break-system-packages there.
-  PIP_PKGS="onnxruntime onnx numpy onnxconverter-common"
+  # Pinned to the versions the tests last passed with (2026-12-07), so a new release cannot
+  # change a reference under CI; raise them together after a full ctest.
+  PIP_PKGS="onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 onnxconverter-common==1.16.0"
   python3 -m pip install -q $PIP_PKGS 2>/dev/null ||
     python3 -m pip install -q --break-system-packages $PIP_PKGS
 fi

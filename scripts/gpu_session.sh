@@ -136,6 +136,10 @@ EOF
 )"
   local dirs=("$CUDA_HOME" /usr/local/cuda /usr)
   mapfile -t -O 3 dirs <<< "$pipdirs"
+  LIB_DIRS=()  # where the bundle phase looks for a library the loader does not find
+  for d in "${dirs[@]}"; do
+    [[ -n "$d" ]] && LIB_DIRS+=("$d/lib64" "$d/lib" "$d/lib/x86_64-linux-gnu")
+  done
   if [[ -z "$NVCC" ]]; then  # nvcc of pip's cuda-toolkit wheels (nvidia/cu13/bin), if only there
     for d in "${dirs[@]}"; do
       [[ -n "$d" && -x "$d/bin/nvcc" ]] && { NVCC="$d/bin/nvcc"; CUDA_HOME="$d"; break; }
@@ -244,6 +248,19 @@ phase_bundle() {
     log "bundle: onnx-amp-train does not start with the device's libstdc++; trying lib/fallback"
     prepend LD_LIBRARY_PATH "$BUILD/lib/fallback"
   fi
+  # A library the loader does not find (libcudart.so.13 outside ld.so.conf, say): the first of
+  # the toolkit's and the pip wheels' lib folders that has it goes on the path.
+  local lib d
+  for lib in $(for b in onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests; do
+                 ldd "$BUILD/$b" 2>&1 | awk '/not found/ {print $1}'; done | sort -u); do
+    for d in "${LIB_DIRS[@]}"; do
+      if [[ -e "$d/$lib" ]]; then
+        echo "== $lib: found in $d" >> "$OUT/build.log"
+        prepend LD_LIBRARY_PATH "$d"
+        break
+      fi
+    done
+  done
   for b in onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests; do
     if ldd "$BUILD/$b" 2>&1 | grep -q "not found"; then
       echo "== $b: missing libraries" >> "$OUT/build.log"

@@ -53,9 +53,9 @@ bool pool_backward(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow
     x_data = x->raw_data();
     y_data = y.raw_data();
   }
-  const cudnnStatus_t st = cudnnPoolingBackward(cc.cudnn(), pd.get(), &kOne, yd.get(), y_data,
-                                                yd.get(), dy.raw_data(), xd.get(), x_data,
-                                                &kZero, xd.get(), dx.raw_data());
+  const cudnnStatus_t st =
+      cudnnPoolingBackward(cc.cudnn(), pd.get(), &kOne, yd.get(), y_data, yd.get(), dy.raw_data(),
+                           xd.get(), x_data, &kZero, xd.get(), dx.raw_data());
   if (cudnn_refuses_dtype(st, dy.dtype())) return false;
   CUDNN_CHECK_STATUS(st, "cudnnPoolingBackward");
   return true;
@@ -64,8 +64,8 @@ bool pool_backward(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow
 // dX (allocated) through pool_impl.h's gathers: any window.
 void own_pool_grad(KernelContext& ctx, const cpu::Window3& w, const Tensor& dy, const Shape& xs,
                    const Tensor* x, bool include_pad, Tensor& dx) {
-  launch_pool_grad(elem_type(dy.dtype()), dy.raw_data(), x ? x->raw_data() : nullptr,
-                   dx.raw_data(), xs[0] * xs[1], pool_geometry(w), include_pad, stream_of(ctx));
+  launch_pool_grad(elem_type(dy.dtype()), dy.raw_data(), x ? x->raw_data() : nullptr, dx.raw_data(),
+                   xs[0] * xs[1], pool_geometry(w), include_pad, stream_of(ctx));
 }
 
 class PoolGradKernel : public OpKernel {
@@ -141,8 +141,9 @@ class GlobalMaxPoolGradKernel : public OpKernel {
       if (pool_backward(ctx, CUDNN_POOLING_MAX_DETERMINISTIC, w, dy, x.shape(), &x, dx)) return;
       cudnn_ = false;
     }
-    if (x.rank() > 5) ctx.fail(cat("the own pooling kernels take up to 3 spatial dims, X is ",
-                                   shape_str(x.shape())));
+    if (x.rank() > 5)
+      ctx.fail(
+          cat("the own pooling kernels take up to 3 spatial dims, X is ", shape_str(x.shape())));
     own_pool_grad(ctx, global_window3(x.shape()), dy, x.shape(), &x, true, dx);
   }
 

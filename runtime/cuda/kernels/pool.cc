@@ -40,9 +40,8 @@ bool run_pool(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow& w, 
   TensorDesc xd, yd;
   xd.set(x.dtype(), x.shape());
   yd.set(x.dtype(), w.y_shape);
-  const cudnnStatus_t st = cudnnPoolingForward(cuda_context(ctx).cudnn(), pd.get(), &kOne,
-                                               xd.get(), x.raw_data(), &kZero, yd.get(),
-                                               y.raw_data());
+  const cudnnStatus_t st = cudnnPoolingForward(cuda_context(ctx).cudnn(), pd.get(), &kOne, xd.get(),
+                                               x.raw_data(), &kZero, yd.get(), y.raw_data());
   if (cudnn_refuses_dtype(st, x.dtype())) return false;
   CUDNN_CHECK_STATUS(st, "cudnnPoolingForward");
   return true;
@@ -126,8 +125,9 @@ class GlobalPoolKernel : public OpKernel {
         return;
       cudnn_ = false;
     }
-    if (x.rank() > 5) ctx.fail(cat("the own pooling kernels take up to 3 spatial dims, X is ",
-                                   shape_str(x.shape())));
+    if (x.rank() > 5)
+      ctx.fail(
+          cat("the own pooling kernels take up to 3 spatial dims, X is ", shape_str(x.shape())));
     own_pool(ctx, global_window3(x.shape()), Max, true, y);
   }
 

@@ -242,6 +242,7 @@ phase_bundle() {
   prepend LD_LIBRARY_PATH "$BUILD/lib"
   export OAT_CLI="$BUILD/onnx-amp-train"
   local b rc=0
+  local bins=(onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests)
   if ! "$BUILD/onnx-amp-train" --help > /dev/null 2>> "$OUT/build.log"; then
     # The device's libstdc++ may be older than the one these were built against (GLIBCXX_...
     # not found): the carried one then goes first.
@@ -251,7 +252,7 @@ phase_bundle() {
   # A library the loader does not find (libcudart.so.13 outside ld.so.conf, say): the first of
   # the toolkit's and the pip wheels' lib folders that has it goes on the path.
   local lib d
-  for lib in $(for b in onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests; do
+  for lib in $(for b in "${bins[@]}"; do
                  ldd "$BUILD/$b" 2>&1 | awk '/not found/ {print $1}'; done | sort -u); do
     for d in "${LIB_DIRS[@]}"; do
       if [[ -e "$d/$lib" ]]; then
@@ -261,7 +262,7 @@ phase_bundle() {
       fi
     done
   done
-  for b in onnx-amp-train bench/oat_train_step bench/oat_cuda_ops tests/cuda_tests; do
+  for b in "${bins[@]}"; do
     if ldd "$BUILD/$b" 2>&1 | grep -q "not found"; then
       echo "== $b: missing libraries" >> "$OUT/build.log"
       ldd "$BUILD/$b" 2>&1 | grep "not found" >> "$OUT/build.log"

@@ -61,6 +61,12 @@ bool pool_backward(KernelContext& ctx, cudnnPoolingMode_t mode, const PoolWindow
   return true;
 }
 
+void require_pooled_shape(const KernelContext& ctx, const Tensor& dy, const Shape& y_shape) {
+  if (dy.shape() != y_shape)
+    ctx.fail(
+        cat("dY ", shape_str(dy.shape()), " does not match the pooled shape ", shape_str(y_shape)));
+}
+
 // dX (allocated) through pool_impl.h's gathers: any window.
 void own_pool_grad(KernelContext& ctx, const cpu::Window3& w, const Tensor& dy, const Shape& xs,
                    const Tensor* x, bool include_pad, Tensor& dx) {
@@ -84,9 +90,7 @@ class PoolGradKernel : public OpKernel {
     if (xs.size() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(xs)));
     Shape y_shape = {xs[0], xs[1]};
     for (int64_t d : w.out_shape()) y_shape.push_back(d);
-    if (dy.shape() != y_shape)
-      ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the pooled shape ",
-                   shape_str(y_shape)));
+    require_pooled_shape(ctx, dy, y_shape);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), xs);
     if (cudnn_ && cudnn_pool_window(w)) {
       const cudnnPoolingMode_t mode = max_           ? CUDNN_POOLING_MAX_DETERMINISTIC
@@ -133,18 +137,13 @@ class GlobalMaxPoolGradKernel : public OpKernel {
     if (x.rank() < 3) ctx.fail(cat("X must be (N, C, spatial...), got ", shape_str(x.shape())));
     if (x.dtype() != dy.dtype()) ctx.fail("dY and X must share a dtype");
     const PoolWindow w = global_window(x.shape());
-    if (dy.shape() != w.y_shape)
-      ctx.fail(cat("dY ", shape_str(dy.shape()), " does not match the pooled shape ",
-                   shape_str(w.y_shape)));
+    require_pooled_shape(ctx, dy, w.y_shape);
     Tensor& dx = ctx.allocate_output(0, dy.dtype(), x.shape());
     if (cudnn_) {
       if (pool_backward(ctx, CUDNN_POOLING_MAX_DETERMINISTIC, w, dy, x.shape(), &x, dx)) return;
       cudnn_ = false;
     }
-    if (x.rank() > 5)
-      ctx.fail(
-          cat("the own pooling kernels take up to 3 spatial dims, X is ", shape_str(x.shape())));
-    own_pool_grad(ctx, global_window3(x.shape()), dy, x.shape(), &x, true, dx);
+    own_pool_grad(ctx, global_window3(ctx, x.shape()), dy, x.shape(), &x, true, dx);
   }
 
  private:

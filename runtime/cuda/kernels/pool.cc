@@ -125,10 +125,7 @@ class GlobalPoolKernel : public OpKernel {
         return;
       cudnn_ = false;
     }
-    if (x.rank() > 5)
-      ctx.fail(
-          cat("the own pooling kernels take up to 3 spatial dims, X is ", shape_str(x.shape())));
-    own_pool(ctx, global_window3(x.shape()), Max, true, y);
+    own_pool(ctx, global_window3(ctx, x.shape()), Max, true, y);
   }
 
  private:
@@ -172,10 +169,12 @@ PoolGeometry pool_geometry(const cpu::Window3& w) {
   return g;
 }
 
-cpu::Window3 global_window3(const Shape& x) {
+cpu::Window3 global_window3(const KernelContext& ctx, const Shape& x) {
+  if (x.size() > 5)
+    ctx.fail(cat("the own pooling kernels take up to 3 spatial dims, X is ", shape_str(x)));
   cpu::Window3 w;
   w.nd = static_cast<int>(x.size()) - 2;
-  for (int d = 0; d < w.nd && d < 3; ++d) {  // the last nd slots, as forward_window fills them
+  for (int d = 0; d < w.nd; ++d) {  // the last nd slots, as forward_window fills them
     const int s = 3 - w.nd + d;
     w.in[s] = w.k[s] = x[2 + d];
   }

@@ -25,8 +25,9 @@ PoolWindow cudnn_view(const cpu::Window3& w, const Shape& x);
 PoolGeometry pool_geometry(const cpu::Window3& w);
 // One window over all spatial dims (GlobalAveragePool / GlobalMaxPool).
 PoolWindow global_window(const Shape& x);
-// The same window as the CPU's Window3 (the own kernels' view of a global pool).
-cpu::Window3 global_window3(const Shape& x);
+// The same window as the CPU's Window3 (the own kernels' view of a global pool); fails naming X
+// when it has more than 3 spatial dims (the own kernels' limit).
+cpu::Window3 global_window3(const KernelContext& ctx, const Shape& x);
 
 // cuDNN's legacy pooling documents F32, F16, F64 and the int8 types; BF16 is not listed. A pool
 // kernel therefore takes a BF16 refusal (a BAD_PARAM* or NOT_SUPPORTED* status from

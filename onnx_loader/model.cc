@@ -402,17 +402,23 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
 
 void require_supported_inputs(const Model& model, bool allow_sequences) {
   if (!allow_sequences)
-    for (const auto& v : model.graph.inputs)
+    for (const auto& v : model.graph.inputs) {
       if (v.kind != ValueKind::Tensor)
         throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '",
                               v.name, "' is a ", value_kind_name(v.kind),
                               "; train, eval and check feed tensors (infer runs such models)"),
                           cat("input type ", value_kind_name(v.kind)));
+      if (v.dtype == DType::String)
+        throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '",
+                              v.name, "' is a string tensor; train, eval and check feed numeric "
+                              "batches (infer runs such models)"),
+                          "input type string");
+    }
   if (model.unsupported_inputs.empty()) return;
   const auto& [name, type] = *model.unsupported_inputs.begin();
   throw Unsupported(cat(model.path.empty() ? std::string("model") : model.path, ": input '", name,
                         "' is of type ", type, ", which onnx-amp-train does not support (tensors of "
-                        "float32, float16, bfloat16, float64, int64, int32, int8, uint8 or bool)"),
+                        "float32, float16, bfloat16, float64, the integer types, bool or string)"),
                     cat("input type ", type));
 }
 

@@ -24,7 +24,7 @@ struct Model {
   std::map<std::string, std::string> metadata;
   // Diagnostics from loading (shape inference skipped or partial, opset newer than libonnx knows).
   std::vector<std::string> warnings;
-  // Graph inputs whose declared element type no kernel takes (STRING, COMPLEX64, ...) or
+  // Graph inputs whose declared element type no kernel takes (COMPLEX64, FLOAT8, ...) or
   // that are neither tensors nor sequences / optionals of them (maps, sequences of sequences):
   // input name -> the ONNX type's name. require_supported_inputs() refuses them before a run.
   std::map<std::string, std::string> unsupported_inputs;
@@ -43,9 +43,9 @@ struct LoadOptions {
 };
 
 // Throws Unsupported naming the first graph input in model.unsupported_inputs (a run would
-// otherwise take any file for it: a STRING input fed float data), and, unless
-// `allow_sequences` (infer), the first sequence or optional input (train, eval and check feed
-// batches of tensors).
+// otherwise take any file for it: a COMPLEX64 input fed float data), and, unless
+// `allow_sequences` (infer), the first sequence, optional or string input (train, eval and
+// check feed batches of numeric tensors).
 void require_supported_inputs(const Model& model, bool allow_sequences = false);
 
 // Reads and converts a model file. Throws Error naming the file and what was wrong: not found,

@@ -43,6 +43,8 @@ DType dtype_from_onnx(int32_t t, const std::string& what) {
       return DType::U32;
     case TP::TensorProto_DataType_UINT64:
       return DType::U64;
+    case TP::TensorProto_DataType_STRING:
+      return DType::String;
     default:
       break;
   }
@@ -78,6 +80,8 @@ int32_t dtype_to_onnx(DType t) {
       return TP::TensorProto_DataType_UINT32;
     case DType::U64:
       return TP::TensorProto_DataType_UINT64;
+    case DType::String:
+      return TP::TensorProto_DataType_STRING;
     case DType::Undefined:
       break;
   }
@@ -201,6 +205,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const TensorSource& src) {
   Shape shape(p.dims().begin(), p.dims().end());
   const DType dt = dtype_from_onnx(p.data_type(), tensor_label(p));
   const size_t nbytes = checked_nbytes(p, shape, dt);
+  if (dt == DType::String) {  // string_data only (onnx.proto: raw_data cannot hold strings)
+    if (p.data_location() == TP::TensorProto_DataLocation_EXTERNAL || p.has_raw_data())
+      throw Error(cat(tensor_label(p), ": a string tensor keeps its elements in string_data, not ",
+                      p.has_raw_data() ? "raw_data" : "external data"));
+    const int64_t n = numel(shape);
+    if (p.string_data_size() != n)
+      throw Error(cat(tensor_label(p), ": string_data has ", p.string_data_size(),
+                      " values, shape ", shape_str(shape), " needs ", n));
+    Tensor t(dt, shape);
+    std::string* dst = t.data<std::string>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = p.string_data(static_cast<int>(i));
+    return t;
+  }
 
   if (p.data_location() == TP::TensorProto_DataLocation_EXTERNAL)
     return read_external(p, src, dt, shape, nbytes);
@@ -251,6 +268,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const TensorSource& src) {
         dst[i] = static_cast<uint16_t>(p.int32_data(static_cast<int>(i)));
       return t;
     }
+    case DType::String:  // read above
     case DType::Undefined:
       break;
   }
@@ -262,6 +280,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   p->set_name(name);
   p->set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) p->add_dims(d);
+  if (t.dtype() == DType::String) {
+    for (int64_t i = 0; i < t.numel(); ++i) p->add_string_data(t.data<std::string>()[i]);
+    return;
+  }
   p->set_raw_data(std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
 }
 

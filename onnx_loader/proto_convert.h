@@ -12,7 +12,7 @@
 namespace oat::onnx_loader {
 
 // ONNX TensorProto.DataType <-> DType. dtype_from_onnx throws Unsupported for types the runtime
-// does not store (string, complex), naming the type.
+// does not store (complex, float8, ...), naming the type.
 DType dtype_from_onnx(int32_t onnx_type, const std::string& what);
 int32_t dtype_to_onnx(DType t);
 const char* onnx_type_name(int32_t onnx_type);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <regex>
 
 #include "onnx_loader/proto_convert.h"
+#include "runtime/utf8.h"
 
 namespace oat::onnx_loader {
 
@@ -290,7 +292,10 @@ Tensor read_npy(const std::string& path) {
   std::smatch m;
   if (!std::regex_search(header, m, std::regex("['\"]descr['\"]\\s*:\\s*['\"]([^'\"]*)['\"]")))
     throw Error(cat(path, ": .npy header has no descr"));
-  const DType dt = npy_dtype(m[1], path);
+  const std::string descr = m[1];
+  // numpy's unicode strings: '<U{n}', n UTF-32 code units an element, zero-padded.
+  const bool unicode = descr.size() > 2 && descr[1] == 'U';
+  const DType dt = unicode ? DType::String : npy_dtype(descr, path);
   if (!std::regex_search(header, m,
                          std::regex("['\"]fortran_order['\"]\\s*:\\s*([A-Za-z0-9_]*)")))
     throw Error(cat(path, ": .npy header has no fortran_order"));
@@ -302,8 +307,17 @@ Tensor read_npy(const std::string& path) {
   if (!std::regex_search(header, m, std::regex("['\"]shape['\"]\\s*:\\s*\\(([^)]*)\\)")))
     throw Error(cat(path, ": .npy header has no shape"));
   const Shape shape = npy_shape(m[1].str(), path);
+  int64_t width = 0;  // code units per string element
+  if (unicode) {
+    if (descr[0] == '>') throw Error(cat(path, ": big-endian .npy data ('", descr, "') is not supported"));
+    const std::string digits = descr.substr(2);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(cat(path, ": bad .npy dtype '", descr, "'"));
+    width = std::stoll(digits);
+  }
   // Byte count with overflow checks, before allocating.
-  uint64_t n = dtype_size(dt);
+  uint64_t n = unicode ? static_cast<uint64_t>(width) * 4 : dtype_size(dt);
   for (int64_t d : shape) {
     if (d != 0 && n > (uint64_t{1} << 62) / static_cast<uint64_t>(d))
       throw Error(cat(path, ": .npy shape ", shape_str(shape), " is too large"));
@@ -315,6 +329,24 @@ Tensor read_npy(const std::string& path) {
     throw Error(cat(path, ": .npy data has ", have, " bytes, shape ", shape_str(shape), " of ",
                     dtype_name(dt), " needs ", n, have < n ? " (truncated)" : ""));
   Tensor t(dt, shape);
+  if (unicode) {
+    std::string* dst = t.data<std::string>();
+    std::u32string cps;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      cps.clear();
+      const char* e = bytes.data() + data_start + static_cast<size_t>(i * width) * 4;
+      for (int64_t k = 0; k < width; ++k) {
+        uint32_t c = 0;
+        std::memcpy(&c, e + k * 4, 4);  // little-endian, as the host
+        if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+          throw Error(cat(path, ": element ", i, " holds ", c, ", not a Unicode code point"));
+        cps.push_back(c);
+      }
+      while (!cps.empty() && cps.back() == 0) cps.pop_back();  // numpy's padding
+      encode_utf8(cps, &dst[i]);
+    }
+    return t;
+  }
   if (n) std::memcpy(t.raw_data(), bytes.data() + data_start, n);
   if (dt == DType::Bool) {
     auto* b = static_cast<uint8_t*>(t.raw_data());
@@ -324,7 +356,19 @@ Tensor read_npy(const std::string& path) {
 }
 
 void write_npy(const Tensor& t, const std::string& path) {
-  const char* descr = npy_descr(t.dtype());
+  // Strings as numpy's '<U{n}', n the longest element in code points (at least 1, as numpy).
+  std::vector<std::u32string> text;
+  std::string unicode_descr;
+  if (t.dtype() == DType::String) {
+    size_t width = 1;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (!decode_utf8(t.data<std::string>()[i], &text.emplace_back()))
+        throw Error(cat(path, ": string element ", i, " is not valid UTF-8 (write a .pb TensorProto instead)"));
+      width = std::max(width, text.back().size());
+    }
+    unicode_descr = cat("<U", width);
+  }
+  const char* descr = t.dtype() == DType::String ? unicode_descr.c_str() : npy_descr(t.dtype());
   if (!descr)
     throw Error(cat(path, ": .npy has no ", dtype_name(t.dtype()),
                     " dtype (write a .pb TensorProto instead)"));
@@ -346,7 +390,16 @@ void write_npy(const Tensor& t, const std::string& path) {
   bytes += static_cast<char>(dict.size() & 0xff);
   bytes += static_cast<char>((dict.size() >> 8) & 0xff);
   bytes += dict;
-  bytes.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  if (t.dtype() == DType::String) {
+    const size_t width = static_cast<size_t>(std::stoll(unicode_descr.substr(2)));
+    for (const std::u32string& cps : text)
+      for (size_t k = 0; k < width; ++k) {
+        const uint32_t c = k < cps.size() ? static_cast<uint32_t>(cps[k]) : 0;
+        bytes.append(reinterpret_cast<const char*>(&c), 4);
+      }
+  } else {
+    bytes.append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  }
   write_file_atomic(path, bytes);
 }
 

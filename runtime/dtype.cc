@@ -27,6 +27,8 @@ size_t dtype_size(DType t) {
       return 4;
     case DType::U64:
       return 8;
+    case DType::String:
+      return sizeof(std::string);
     case DType::Undefined: return 0;
   }
   return 0;
@@ -51,6 +53,8 @@ const char* dtype_name(DType t) {
       return "uint32";
     case DType::U64:
       return "uint64";
+    case DType::String:
+      return "string";
     case DType::Undefined: return "undefined";
   }
   return "undefined";
@@ -66,6 +70,8 @@ bool is_integer(DType t) {
 }
 
 bool is_low_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+bool is_numeric(DType t) { return t != DType::String && t != DType::Undefined; }
 
 void widen_to_float(const Eigen::half* src, float* dst, int64_t n) {
   int64_t i = 0;

@@ -5,6 +5,10 @@
 // take them are the ones ONNX's cases use: Max, Min, Mod, BitShift, Pow's exponent). F16 and BF16
 // are stored as Eigen::half / Eigen::bfloat16 so the CPU path can emulate low precision exactly
 // (DESIGN.md). The first nine keep their order: the CUDA backend's ElemType mirrors them.
+// String tensors (ONNX's STRING: UTF-8 bytes, one std::string an element) live on the host only;
+// they are read by the string ops (Cast, StringNormalizer, TfIdfVectorizer) and moved by the
+// shape and movement ops (runtime/string_moves.h). dispatch_dtype() leaves String out, so a
+// numeric kernel given one fails by name instead of reading its bytes as numbers.
 #pragma once
 
 #include <Eigen/Core>
@@ -30,6 +34,7 @@ enum class DType : uint8_t {
   U16,
   U32,
   U64,
+  String,
   Undefined
 };
 
@@ -40,6 +45,7 @@ const char* dtype_name(DType t);  // "float32", "float16", ...
 bool is_floating(DType t);        // F32, F16, BF16, F64
 bool is_integer(DType t);         // I64, I32, I16, I8, U64, U32, U16, U8
 bool is_low_float(DType t);       // F16, BF16: 16-bit storage, arithmetic in float
+bool is_numeric(DType t);         // every stored type but String (and Undefined)
 
 // Bulk conversion between the 16-bit float storage types and float, for the emulation of FP16 and
 // BF16 on the CPU (DESIGN.md "Mixed precision"). Widening is exact. Narrowing rounds to nearest
@@ -110,13 +116,18 @@ template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::Bool;
 };
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::String;
+};
 
 template <class T>
 constexpr DType dtype_of() {
   return DTypeOf<T>::value;
 }
 
-// Calls f(T{}) with T the C++ type of `t`; throws for Undefined.
+// Calls f(T{}) with T the C++ type of `t`; throws for Undefined and String (kernels that take
+// strings read them as data<std::string>() themselves).
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {

@@ -10,6 +10,7 @@
 
 #include "runtime/composite.h"
 #include "runtime/sequence_ops.h"
+#include "runtime/string_moves.h"
 #include "runtime/subgraph.h"
 #include "runtime/transpose_fold.h"
 
@@ -521,6 +522,18 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
           throw Error(cat(node.describe(), ": input ", k, " '", node.inputs[k], "' is a ",
                           in[k]->describe(), "; ", node.op_type,
                           " takes tensors (the sequence and optional ops read such values)"));
+    // String tensors reach only the ops that take them; the movement ops move their element
+    // numbers instead (runtime/string_moves.h).
+    StringMove string_move;
+    const bool numbered = has_string_input(in) && moves_strings(node.op);
+    if (numbered)
+      string_move.number_inputs(node, in);
+    else if (has_string_input(in) && !takes_strings(node.op))
+      throw Unsupported(cat(node.describe(), ": ", node.op_type,
+                            " takes no string tensors (strings are read by Cast, CastLike, "
+                            "StringNormalizer and TfIdfVectorizer, and moved by the shape and "
+                            "movement ops)"),
+                        cat(node.op_type, "[string]"));
     DType key = kernel_dtype_key(node, in);
     auto& cache = where == options_.device ? s.kernels : s.host_kernels;
     OpKernel* kernel = nullptr;
@@ -582,6 +595,7 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     } catch (const std::exception& e) {
       throw Error(in_composite(cat(node.describe(), ": ", e.what())));
     }
+    if (numbered) string_move.name_outputs(node, outs);
     for (size_t o = 0; o < s.out.size(); ++o) {
       if (s.out[o] < 0) continue;
       if (!outs[o].defined())

@@ -12,7 +12,7 @@
 
 namespace oat {
 
-// The DType of a code, nothing for a type the runtime does not store (string, complex, ...).
+// The DType of a code, nothing for a type the runtime does not store (complex, float8, ...).
 inline std::optional<DType> dtype_of_onnx_code(int64_t code) {
   switch (code) {
     case 1:
@@ -41,6 +41,8 @@ inline std::optional<DType> dtype_of_onnx_code(int64_t code) {
       return DType::U32;
     case 13:
       return DType::U64;
+    case 8:
+      return DType::String;
     default:
       return std::nullopt;
   }
@@ -75,6 +77,8 @@ inline int64_t onnx_code_of(DType t) {
       return 12;
     case DType::U64:
       return 13;
+    case DType::String:
+      return 8;
     case DType::Undefined:
       break;
   }
@@ -89,7 +93,7 @@ inline std::optional<DType> dtype_of_onnx_name(const std::string& name) {
       {"DOUBLE", DType::F64}, {"INT64", DType::I64},   {"INT32", DType::I32},
       {"INT8", DType::I8},    {"UINT8", DType::U8},    {"BOOL", DType::Bool},
       {"INT16", DType::I16},  {"UINT16", DType::U16},  {"UINT32", DType::U32},
-      {"UINT64", DType::U64}};
+      {"UINT64", DType::U64}, {"STRING", DType::String}};
   for (const auto& [n, t] : names)
     if (name == n) return t;
   return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include "runtime/cuda/device.h"
 #include "runtime/host_allocator.h"
+#include "runtime/string_convert.h"
 
 namespace oat {
 
@@ -55,15 +56,32 @@ Storage::~Storage() {
   if (ptr_ && deleter_) deleter_(ptr_);
 }
 
+namespace {
+
+void delete_strings(void* p) { delete[] static_cast<std::string*>(p); }
+
+}  // namespace
+
 Tensor::Tensor(DType dtype, Shape shape, Device device)
     : shape_(std::move(shape)), dtype_(dtype), device_(device) {
   for (int64_t d : shape_)
     if (d < 0) throw Error(cat("negative dimension in shape ", shape_str(shape_)));
+  if (dtype == DType::String) {
+    // Constructed (empty) strings, freed by delete[]: the bytes are objects, never copied raw.
+    if (device != Device::CPU)
+      throw Error(cat("string tensors live on the host; cannot make one on ",
+                      device_name(device)));
+    const int64_t n = numel();
+    storage_ = Storage::make_external(n ? new std::string[static_cast<size_t>(n)] : nullptr,
+                                      nbytes(), Device::CPU, delete_strings);
+    return;
+  }
   storage_ = Storage::allocate(nbytes(), device);
 }
 
 Tensor Tensor::zeros(DType dtype, Shape shape) {
   Tensor t(dtype, std::move(shape));
+  if (dtype == DType::String) return t;  // empty strings
   if (t.nbytes()) std::memset(t.raw_data(), 0, t.nbytes());
   return t;
 }
@@ -153,6 +171,10 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t(dtype_, shape_, device_);
+  if (dtype_ == DType::String) {
+    std::copy(data<std::string>(), data<std::string>() + numel(), t.data<std::string>());
+    return t;
+  }
   if (nbytes() && device_ == Device::CUDA)
     cuda::copy_bytes(t.raw_data(), true, raw_data(), true, nbytes());
   else if (nbytes())
@@ -166,8 +188,15 @@ static void require_host(const Tensor& t, const char* what) {
     throw Error(cat(what, ": the tensor is on ", device_name(t.device()), ", download it first"));
 }
 
+// A string is not a number: its readers say so, naming what they wanted.
+static void require_numeric(const Tensor& t, const char* what) {
+  if (t.dtype() == DType::String)
+    throw Error(cat(what, ": a string tensor has no numeric value (Cast it to a number first)"));
+}
+
 double Tensor::item_as_double(int64_t i) const {
   require_host(*this, "Tensor::item_as_double");
+  require_numeric(*this, "Tensor::item_as_double");
   return dispatch_dtype(dtype_, [&](auto tag) -> double {
     using T = decltype(tag);
     return static_cast<double>(static_cast<const T*>(raw_data())[i]);
@@ -176,6 +205,7 @@ double Tensor::item_as_double(int64_t i) const {
 
 int64_t Tensor::item_as_int(int64_t i) const {
   require_host(*this, "Tensor::item_as_int");
+  require_numeric(*this, "Tensor::item_as_int");
   return dispatch_dtype(dtype_, [&](auto tag) -> int64_t {
     using T = decltype(tag);
     const T v = static_cast<const T*>(raw_data())[i];
@@ -237,6 +267,24 @@ Tensor cast_tensor(const Tensor& t, DType to) {
   require_host(t, "cast_tensor");
   Tensor out(to, t.shape());
   const int64_t n = t.numel();
+  if (t.dtype() == DType::String) {  // parse each element (runtime/string_convert.h)
+    const std::string* src = t.data<std::string>();
+    dispatch_dtype(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      To* dst = static_cast<To*>(out.raw_data());
+      for (int64_t i = 0; i < n; ++i) dst[i] = parse_element<To>(src[i], i);
+    });
+    return out;
+  }
+  if (to == DType::String) {  // the shortest text that reads back as the same value
+    std::string* dst = out.data<std::string>();
+    dispatch_dtype(t.dtype(), [&](auto from_tag) {
+      using From = decltype(from_tag);
+      const From* src = static_cast<const From*>(t.raw_data());
+      for (int64_t i = 0; i < n; ++i) dst[i] = format_element(src[i]);
+    });
+    return out;
+  }
   dispatch_dtype(t.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     const From* src = static_cast<const From*>(t.raw_data());

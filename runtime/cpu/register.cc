@@ -26,6 +26,7 @@ void register_kernels(KernelRegistry& r) {
   register_det(r);
   register_bitshift(r);
   register_tfidf(r);
+  register_string_normalizer(r);
   register_random(r);
   // signal processing (opset 17)
   register_signal_window(r);

@@ -33,6 +33,7 @@ void register_selection(KernelRegistry& r);     // kernels/selection.cc: Compres
 void register_det(KernelRegistry& r);           // kernels/det.cc: Det
 void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
 void register_tfidf(KernelRegistry& r);         // kernels/tfidf.cc: TfIdfVectorizer
+void register_string_normalizer(KernelRegistry& r);  // kernels/string_normalizer.cc
 // kernels/random.cc: RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli
 // Multinomial
 void register_random(KernelRegistry& r);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "cli/cli_runner.h"
@@ -112,14 +113,15 @@ TEST_CASE("an unsupported op names the node, the op and the opset") {
   mb.save(f.dir.path / "foobar.onnx");
   f.expect_error(f.infer(f.dir / "foobar.onnx", {f.x_ok}, f.out),
                  {"'strange_node'", "FooBar", "opset 13", "not supported"});
-  // StringNormalizer is a real ONNX op (opset 10) that this build does not implement.
+  // StringNormalizer is a real ONNX op (opset 10) that takes strings only: given float32, it is
+  // refused naming the node, the op and the dtype.
   ModelBuilder mn(11);
   mn.input("x", kFloat, {2, 3});
   mn.output("y", kFloat, {2, 3});
   mn.node("StringNormalizer", {"x"}, {"y"}, "normalizer");
   mn.save(f.dir.path / "strnorm.onnx");
   f.expect_error(f.infer(f.dir / "strnorm.onnx", {f.x_ok}, f.out),
-                 {"'normalizer'", "StringNormalizer", "opset 11", "not supported"});
+                 {"'normalizer'", "StringNormalizer", "opset 11", "float32", "have: string"});
   // An operator domain the loader does not know.
   mb.g()->mutable_node(0)->set_domain("com.microsoft");
   mb.save(f.dir.path / "ms.onnx");
@@ -448,24 +450,59 @@ TEST_CASE("NaN or infinite values in a data set are named by sample before train
   CHECK_FALSE(fs::exists(dir.path / "trained.onnx"));
 }
 
-TEST_CASE("a model input of a type no kernel takes (STRING) is refused, whatever file is given") {
+TEST_CASE("a model input of a type no kernel takes (COMPLEX64) is refused, whatever file is given") {
   TempDir dir;
   ModelBuilder mb(13);
-  mb.input("s", onnx::TensorProto_DataType_STRING, {2});
-  mb.output("y", onnx::TensorProto_DataType_STRING, {2});
+  mb.input("s", onnx::TensorProto_DataType_COMPLEX64, {2});
+  mb.output("y", onnx::TensorProto_DataType_COMPLEX64, {2});
   mb.node("Identity", {"s"}, {"y"}, "id");
-  const std::string model = mb.save(dir.path / "strings.onnx");
+  const std::string model = mb.save(dir.path / "complex.onnx");
   const std::string f = dir / "f.npy";
   onnx_loader::write_npy(Tensor::zeros(DType::F32, {2}), f);
   // Before: the float file ran through the Identity and came out as a float32 output.
   expect_one_error(run_cli({"infer", model, "-i", "s=" + f, "-o", dir / "out"}, dir),
-                   {"input 's' is of type STRING, which onnx-amp-train does not support"});
+                   {"input 's' is of type COMPLEX64, which onnx-amp-train does not support"});
   CHECK_FALSE(fs::exists(dir.path / "out"));
-  expect_one_error(run_cli({"check", model}, dir), {"input 's' is of type STRING"});
+  expect_one_error(run_cli({"check", model}, dir), {"input 's' is of type COMPLEX64"});
   const CliResult r = run_cli({"inspect", model}, dir);
   CHECK(r.status == 0);
-  CHECK(r.out.find("s  STRING [2]  (a type this build cannot feed)") != std::string::npos);
+  CHECK(r.out.find("s  COMPLEX64 [2]  (a type this build cannot feed)") != std::string::npos);
   CHECK(r.out.find("1 input(s) have a type this build cannot feed") != std::string::npos);
+}
+
+TEST_CASE("a string input runs in infer from a .npy or .pb file, and is refused by check and train") {
+  TempDir dir;
+  ModelBuilder mb(13);
+  mb.input("s", onnx::TensorProto_DataType_STRING, {3});
+  mb.output("y", onnx::TensorProto_DataType_FLOAT, {3});
+  add_attr(mb.node("Cast", {"s"}, {"y"}, "parse"), "to", onnx::AttributeProto::INT)->set_i(1);
+  const std::string model = mb.save(dir.path / "strings.onnx");
+  // A float file for a string input is refused naming the input; a unicode .npy runs.
+  const std::string f = dir / "f.npy";
+  onnx_loader::write_npy(Tensor::zeros(DType::F32, {3}), f);
+  const CliResult wrong = run_cli({"infer", model, "-i", "s=" + f, "-o", dir / "out"}, dir);
+  CHECK(wrong.status != 0);
+  CHECK(wrong.err.find("'s'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "out"));
+  const std::string t = dir / "t.npy";
+  onnx_loader::write_npy(Tensor::from_vector<std::string>({3}, {"1.5", "-2", "1e3"}), t);
+  const CliResult ok = run_cli({"infer", model, "-i", "s=" + t, "-o", dir / "out"}, dir);
+  CAPTURE(ok.err);
+  REQUIRE(ok.status == 0);
+  CHECK(onnx_loader::read_tensor_pb(dir / "out/output_0.pb").tensor.to_float_vector() ==
+        std::vector<float>{1.5f, -2.0f, 1000.0f});
+  // A string .pb file too.
+  onnx_loader::write_tensor_pb(Tensor::from_vector<std::string>({3}, {"4", "5", "NaN"}), "s",
+                               dir / "t.pb");
+  fs::remove_all(dir.path / "out");
+  REQUIRE(run_cli({"infer", model, "-i", "s=" + (dir / "t.pb"), "-o", dir / "out"}, dir).status == 0);
+  const Tensor y = onnx_loader::read_tensor_pb(dir / "out/output_0.pb").tensor;
+  CHECK(y.to_float_vector()[1] == 5.0f);
+  CHECK(std::isnan(y.to_float_vector()[2]));
+  expect_one_error(run_cli({"check", model}, dir), {"input 's' is a string tensor"});
+  const CliResult r = run_cli({"inspect", model}, dir);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("cannot feed") == std::string::npos);
 }
 
 TEST_CASE("OAT_HOST_CACHE_MB that is not a whole number warns once and keeps the default") {

@@ -125,6 +125,13 @@ std::string compare(const Tensor& got, const Tensor& want, const Tolerance& tol)
   if (got.shape() != want.shape())
     return cat("shape ", shape_str(got.shape()), " != expected ", shape_str(want.shape()));
   const int64_t n = got.numel();
+  if (got.dtype() == DType::String) {  // exactly
+    for (int64_t i = 0; i < n; ++i)
+      if (got.data<std::string>()[i] != want.data<std::string>()[i])
+        return cat("element ", i, ": '", got.data<std::string>()[i], "' != expected '",
+                   want.data<std::string>()[i], "'");
+    return "";
+  }
   if (is_floating(got.dtype())) {
     for (int64_t i = 0; i < n; ++i) {
       double a = got.item_as_double(i), b = want.item_as_double(i);

@@ -242,3 +242,53 @@ TEST_CASE("int16/uint16/uint32/uint64 nodes run on the host in a CUDA executor, 
   CHECK(got[3].shape() == Shape{3, 2});
   CHECK(got[3].to_int_vector() == std::vector<int64_t>{1, 0, -2, -3, 4, 0});
 }
+
+TEST_CASE("string nodes run on the host in a CUDA executor, as the CPU does") {
+  if (cuda::device_count() == 0) {
+    std::cout << "SKIPPED: no CUDA device answers (" << cuda::describe_device(0) << ")\n";
+    return;
+  }
+  // x [2, 3] float (device): t = Cast(Relu(x), string); w = StringNormalizer(Concat(words, ...))
+  // on the host; g = Transpose(Reshape(t, [3, 2])) (strings moved by number); f = Cast(g, float)
+  // + 1 (back on the device). String tensors live on the host: every node that reads or makes
+  // one runs there.
+  Graph g;
+  g.opsets[""] = 13;
+  g.inputs = {info("x", DType::F32, std::vector<Dim>{Dim{2, ""}, Dim{3, ""}}),
+              info("words", DType::String, std::vector<Dim>{Dim{3, ""}})};
+  g.nodes.push_back(make_node("relu", "Relu", {"x"}, "r"));
+  g.nodes.push_back(make_node("to_s", "Cast", {"r"}, "t", {{"to", int_attribute(8)}}));
+  g.nodes.push_back(make_node("reshape", "Reshape", {"t", "shape"}, "t32"));
+  g.nodes.push_back(make_node("transpose", "Transpose", {"t32"}, "gt"));
+  g.nodes.push_back(make_node("to_f", "Cast", {"gt"}, "gf", {{"to", int_attribute(1)}}));
+  g.nodes.push_back(make_node("add", "Add", {"gf", "one"}, "f"));
+  Node norm = make_node("norm", "StringNormalizer", {"words"}, "w",
+                        {{"case_change_action", string_attribute("UPPER")}}, 10);
+  Attribute stop;
+  stop.kind = Attribute::Kind::Strings;
+  stop.strings = {"b"};
+  norm.attrs["stopwords"] = stop;
+  g.nodes.push_back(norm);
+  g.initializers["shape"] = Tensor::from_vector<int64_t>({2}, {3, 2});
+  g.initializers["one"] = Tensor::scalar(1.0f);
+  for (const char* o : {"gt", "f", "w"}) g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
+  Executor cpu(g);
+  ExecutorOptions o;
+  o.device = Device::CUDA;
+  Executor gpu(g, o);
+  const std::map<std::string, Tensor> feeds = {
+      {"x", Tensor::from_vector<float>({2, 3}, {-1.5f, 0.25f, 2, 3, -4, 0.5f})},
+      {"words", Tensor::from_vector<std::string>({3}, {"a", "B", "c"})}};
+  const std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+  REQUIRE(got.size() == 3);
+  auto strings = [](const Tensor& t) {
+    REQUIRE(t.dtype() == DType::String);
+    return std::vector<std::string>(t.data<std::string>(), t.data<std::string>() + t.numel());
+  };
+  // r = [0, 0.25, 2, 3, 0, 0.5] as [3, 2], transposed.
+  CHECK(strings(got[0]) == std::vector<std::string>{"0", "2", "0", "0.25", "3", "0.5"});
+  CHECK(strings(got[0]) == strings(want[0]));
+  check_same(want[1], got[1], "f");
+  CHECK(got[1].to_float_vector() == std::vector<float>{1, 3, 1, 1.25f, 4, 1.5f});
+  CHECK(strings(got[2]) == std::vector<std::string>{"A", "C"});
+}

@@ -30,8 +30,6 @@ inline DType cast_target(const Node& n) {
                       cat(n.op_type, "(to=", a->s, ")"));
   if (a->kind != Attribute::Kind::Int)
     throw Error(cat(n.describe(), ": 'to' must be an integer TensorProto data type"));
-  if (a->i == 8)
-    throw Unsupported(cat(n.describe(), ": string casts are not supported"), "Cast(string)");
   throw Unsupported(cat(n.describe(), ": cast to ONNX element type ", a->i, " is not supported"),
                     cat(n.op_type, "(to=", a->i, ")"));
 }

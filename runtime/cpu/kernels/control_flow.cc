@@ -50,7 +50,7 @@ namespace oat::cpu {
 
 namespace {
 
-// ---- tensors along an axis (any dtype: whole elements are moved as bytes) ----
+// ---- tensors along an axis (any dtype: whole elements are moved as bytes, strings as objects) ----
 
 // x with `axis` removed, at position `index` along it: x[..., index, ...].
 Tensor select_index(const Tensor& x, int axis, int64_t index) {
@@ -61,6 +61,14 @@ Tensor select_index(const Tensor& x, int axis, int64_t index) {
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= x.dim(d);
   const size_t inner = y.numel() == 0 || outer == 0 ? 0 : y.nbytes() / static_cast<size_t>(outer);
+  if (x.dtype() == DType::String) {  // objects, copied one by one
+    const int64_t k = static_cast<int64_t>(inner / sizeof(std::string));
+    const std::string* src = x.data<std::string>();
+    std::string* dst = y.data<std::string>();
+    for (int64_t o = 0; o < outer && k; ++o)
+      std::copy(src + (o * n + index) * k, src + (o * n + index + 1) * k, dst + o * k);
+    return y;
+  }
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(y.raw_data());
   for (int64_t o = 0; o < outer && inner; ++o)
@@ -82,6 +90,17 @@ Tensor stack(const std::vector<Tensor>& elems, int axis, bool reverse, int64_t c
   for (int d = 0; d < axis; ++d) outer *= first.dim(d);
   const size_t inner =
       first.numel() == 0 || outer == 0 ? 0 : first.nbytes() / static_cast<size_t>(outer);
+  if (first.dtype() == DType::String) {  // objects, copied one by one
+    const int64_t k = static_cast<int64_t>(inner / sizeof(std::string));
+    std::string* dst = y.data<std::string>();
+    for (size_t t = 0; t < elems.size() && k; ++t) {
+      const int64_t at = reverse ? count - 1 - static_cast<int64_t>(t) : static_cast<int64_t>(t);
+      const std::string* src = elems[t].data<std::string>();
+      for (int64_t o = 0; o < outer; ++o)
+        std::copy(src + o * k, src + (o + 1) * k, dst + (o * count + at) * k);
+    }
+    return y;
+  }
   char* dst = static_cast<char*>(y.raw_data());
   for (size_t t = 0; t < elems.size() && inner; ++t) {
     const int64_t at = reverse ? count - 1 - static_cast<int64_t>(t) : static_cast<int64_t>(t);

@@ -101,7 +101,7 @@ inline double uniform01(std::mt19937_64& g) {
 // TensorProto code -> DType for the float generators (and Bernoulli's wider set).
 DType dtype_code(const Node& n, int64_t code, bool allow_non_float) {
   const std::optional<DType> t = dtype_of_onnx_code(code);
-  if (t && (allow_non_float || is_floating(*t))) return *t;
+  if (t && ((allow_non_float && is_numeric(*t)) || is_floating(*t))) return *t;
   throw Unsupported(cat(n.describe(), ": output dtype code ", code, " is not supported"),
                     cat(n.op_type, "(dtype=", code, ")"));
 }

@@ -32,7 +32,7 @@ namespace {
 DType output_dtype(const KernelContext& ctx) {
   const int64_t code = ctx.node().attr_int("output_datatype", 1);
   const std::optional<DType> t = dtype_of_onnx_code(code);
-  if (!t || *t == DType::Bool)  // the spec's types are numeric
+  if (!t || *t == DType::Bool || *t == DType::String)  // the spec's types are numeric
     ctx.fail(cat("output_datatype ", code, " is not a type the runtime stores"));
   return *t;
 }

@@ -1,5 +1,5 @@
-// TfIdfVectorizer (opset 9): n-gram counts of integer token rows, X [C] or [N, C] (int32/int64)
-// -> Y [F] or [N, F] float, F = max(ngram_indexes) + 1.
+// TfIdfVectorizer (opset 9): n-gram counts of token rows, X [C] or [N, C] (int32/int64 ids over
+// pool_int64s, or strings over pool_strings) -> Y [F] or [N, F] float, F = max(ngram_indexes) + 1.
 //
 // The pool: pool_int64s holds the n-grams back to back, grouped by length; ngram_counts[i] is
 // where the (i+1)-grams start. The k-th n-gram of the pool (in pool order) counts into output
@@ -11,8 +11,9 @@
 //   mode IDF:    y = count > 0 ? weights[col] : 0
 //   mode TFIDF:  y = count · weights[col]
 // weights default to 1 for every column. The pool is held as a trie (one level per token), so
-// a row costs O(C · max_skip · max_gram) lookups. pool_strings (string tokens) are not supported:
-// the runtime stores no string tensors. Integer in, no gradient; on CUDA it runs on the host
+// a row costs O(C · max_skip · max_gram) lookups. pool_strings: each distinct pool string is
+// given an id and X's strings are looked up once (an unknown token matches nothing), then the
+// same trie counts. No gradient; on CUDA it runs on the host
 // (an integer node without a device kernel: runtime/cuda/context.cc placement).
 #include <algorithm>
 #include <map>
@@ -34,11 +35,16 @@ class TfIdfKernel : public OpKernel {
  public:
   explicit TfIdfKernel(const Node& n) {
     auto bad = [&](const std::string& why) { throw Error(cat(n.describe(), ": ", why)); };
-    if (const Attribute* a = n.attr("pool_strings"); a && !a->strings.empty())
-      throw Unsupported(cat(n.describe(),
-                            ": pool_strings (string tokens) are not supported; "
-                            "the runtime stores no string tensors"),
-                        "TfIdfVectorizer(pool_strings)");
+    std::vector<int64_t> pool = n.attr_ints("pool_int64s");
+    if (const Attribute* a = n.attr("pool_strings"); a && !a->strings.empty()) {
+      if (!pool.empty()) bad("has both pool_strings and pool_int64s (one pool only)");
+      // String tokens: each distinct pool string gets an id, the pool becomes those ids, and X's
+      // strings are looked up (a string outside the pool is id -1, which no n-gram holds).
+      for (const std::string& w : a->strings) {
+        pool.push_back(
+            vocabulary_.emplace(w, static_cast<int64_t>(vocabulary_.size())).first->second);
+      }
+    }
     min_n_ = n.attr_int("min_gram_length", 0);
     max_n_ = n.attr_int("max_gram_length", 0);
     max_skip_ = n.attr_int("max_skip_count", 0);
@@ -54,11 +60,10 @@ class TfIdfKernel : public OpKernel {
     if (min_n_ < 1 || max_n_ < min_n_)
       bad(cat("needs 1 <= min_gram_length <= max_gram_length, got ", min_n_, " and ", max_n_));
     if (max_skip_ < 0) bad(cat("max_skip_count must be >= 0, got ", max_skip_));
-    const std::vector<int64_t> pool = n.attr_ints("pool_int64s");
     const std::vector<int64_t> counts = n.attr_ints("ngram_counts");
     const std::vector<int64_t> indexes = n.attr_ints("ngram_indexes");
     weights_ = n.attr_floats("weights");
-    if (pool.empty()) bad("pool_int64s is empty (or missing)");
+    if (pool.empty()) bad("pool_int64s and pool_strings are both empty (or missing)");
     const int64_t pool_size = static_cast<int64_t>(pool.size());
     // n-grams of length i+1 lie in [counts[i], counts[i+1]) (the last group up to the end).
     int64_t k = 0;  // the n-gram's number in pool order
@@ -92,8 +97,13 @@ class TfIdfKernel : public OpKernel {
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::I64 && x.dtype() != DType::I32)
-      ctx.fail(cat("X must be int32 or int64 token ids, got ", dtype_name(x.dtype())));
+    const bool strings = !vocabulary_.empty();
+    if (strings && x.dtype() != DType::String)
+      ctx.fail(cat("the pool is pool_strings, so X must be string tokens, got ",
+                   dtype_name(x.dtype())));
+    if (!strings && x.dtype() != DType::I64 && x.dtype() != DType::I32)
+      ctx.fail(cat("X must be int32 or int64 token ids (the pool is pool_int64s), got ",
+                   dtype_name(x.dtype())));
     if (x.rank() != 1 && x.rank() != 2)
       ctx.fail(cat("X must be [C] or [N, C], got ", shape_str(x.shape())));
     const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, c = x.dim(-1);
@@ -101,7 +111,8 @@ class TfIdfKernel : public OpKernel {
         ctx.allocate_output(0, DType::F32, x.rank() == 2 ? Shape{rows, columns_} : Shape{columns_});
     float* yp = y.data<float>();
     std::fill(yp, yp + y.numel(), 0.0f);
-    const Tensor ids = cast_tensor(x, DType::I64);  // int32 widened once
+    // int32 widened once; strings looked up once
+    const Tensor ids = strings ? string_ids(x) : cast_tensor(x, DType::I64);
     for (int64_t r = 0; r < rows; ++r) {
       float* out = yp + r * columns_;
       count_row(ids.data<int64_t>() + r * c, c, out);
@@ -117,6 +128,17 @@ class TfIdfKernel : public OpKernel {
 
  private:
   enum class Mode { TF, IDF, TFIDF };
+
+  Tensor string_ids(const Tensor& x) const {
+    Tensor ids(DType::I64, x.shape());
+    const std::string* s = x.data<std::string>();
+    int64_t* id = ids.data<int64_t>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      auto it = vocabulary_.find(s[i]);
+      id[i] = it == vocabulary_.end() ? -1 : it->second;
+    }
+    return ids;
+  }
 
   void count_row(const int64_t* row, int64_t c, float* out) const {
     int64_t first_n = min_n_;
@@ -139,13 +161,14 @@ class TfIdfKernel : public OpKernel {
   int64_t min_n_ = 0, max_n_ = 0, max_skip_ = 0, columns_ = 0;
   Mode mode_ = Mode::TF;
   std::vector<float> weights_;
+  std::map<std::string, int64_t> vocabulary_;  // pool_strings' ids (empty for pool_int64s)
   TrieNode root_;
 };
 
 }  // namespace
 
 void register_tfidf(KernelRegistry& r) {
-  r.add(OpId::TfIdfVectorizer, Device::CPU, {DType::I64, DType::I32},
+  r.add(OpId::TfIdfVectorizer, Device::CPU, {DType::I64, DType::I32, DType::String},
         kernel_factory<TfIdfKernel>());
 }
 

@@ -254,6 +254,14 @@ OutputDeviation deviation(const std::string& name, const Tensor& got, const Tens
                     ", the FP32 model ", shape_str(ref.shape())));
   OutputDeviation d;
   d.name = name;
+  if (ref.dtype() == DType::String || got.dtype() == DType::String) {
+    // String outputs (labels) must match exactly: any difference is an infinite deviation.
+    bool same = got.dtype() == ref.dtype();
+    for (int64_t i = 0; same && i < ref.numel(); ++i)
+      same = got.data<std::string>()[i] == ref.data<std::string>()[i];
+    d.max_abs = d.rel = same ? 0.0 : std::numeric_limits<double>::infinity();
+    return d;
+  }
   if (!is_floating(ref.dtype()) || !is_floating(got.dtype())) {
     // Integer/bool outputs (argmax, masks) must match exactly.
     const std::vector<int64_t> a = got.to_int_vector(), b = ref.to_int_vector();

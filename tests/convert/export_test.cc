@@ -199,4 +199,54 @@ TEST_SUITE("export") {
     b.g.inputs[0].shape.reset();
     CHECK_THROWS_WITH_AS(sample_inputs(b.g, 5), doctest::Contains("input 'x'"), Error);
   }
+
+  TEST_CASE("a text pipeline converts: its string nodes untouched, the MatMul low, labels exact") {
+    // words [2, 4] -> TfIdfVectorizer (pool_strings) [2, 3] -> MatMul W -> Softmax -> p;
+    // ArgMax(p) -> Gather(labels) -> label (string), as sklearn-onnx text classifiers end.
+    GraphBuild b;
+    b.input("words", DType::String, {2, 4});
+    Node& tf = b.node("TfIdfVectorizer", {"words"}, {"tf"}, "tfidf");
+    tf.opset = 9;
+    Attribute pool;
+    pool.kind = Attribute::Kind::Strings;
+    pool.strings = {"goal", "vote", "match"};
+    tf.attrs = {{"mode", string_attribute("TF")},
+                {"min_gram_length", int_attr(1)},
+                {"max_gram_length", int_attr(1)},
+                {"max_skip_count", int_attr(0)},
+                {"ngram_counts", ints_attribute({0})},
+                {"ngram_indexes", ints_attribute({0, 1, 2})},
+                {"pool_strings", pool}};
+    b.init("w", Tensor::from_vector<float>({3, 2}, {2, -1, -1, 2, 0.5f, 0.25f}));
+    b.node("MatMul", {"tf", "w"}, {"logits"}, "mm");
+    b.node("Softmax", {"logits"}, {"p"}, "softmax");
+    b.node("ArgMax", {"p"}, {"k"}, "argmax").attrs = {{"axis", int_attr(1)},
+                                                      {"keepdims", int_attr(0)}};
+    b.init("labels", Tensor::from_vector<std::string>({2}, {"sports", "politics"}));
+    b.node("Gather", {"labels", "k"}, {"label"}, "lookup");
+    b.output("p").output("label", DType::String);
+    ExportOptions o;
+    o.paint.low = DType::F16;
+    o.keep_io_types = true;
+    const ConvertedGraph c = convert_for_inference(b.g, o);
+    CHECK(entry(c.plan, "mm").dtype == DType::F16);
+    CHECK(!entry(c.plan, "lookup").carries_floats);
+    CHECK(c.graph.initializers.at("labels").dtype() == DType::String);
+    const std::map<std::string, Tensor> feeds = {
+        {"words", Tensor::from_vector<std::string>(
+                      {2, 4}, {"goal", "match", "goal", "x", "vote", "vote", "match", "y"})}};
+    const auto d = compare_outputs(b.g, c.graph, feeds);
+    REQUIRE(d.size() == 2);
+    CHECK(d[0].rel < 1e-2);
+    CHECK(d[1].rel == 0);  // the labels agree exactly
+    Executor ex(c.graph);
+    const Tensor label = ex.run(feeds)[1];
+    REQUIRE(label.dtype() == DType::String);
+    CHECK(label.data<std::string>()[0] == "sports");
+    CHECK(label.data<std::string>()[1] == "politics");
+    // A label that differs is an infinite deviation, not a crash.
+    Tensor other = label.clone();
+    other.data<std::string>()[1] = "weather";
+    CHECK(std::isinf(deviation("label", other, label).rel));
+  }
 }

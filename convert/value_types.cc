@@ -17,12 +17,13 @@ DType from_type_attr(const Node& n, const char* key, DType def) {
   return dtype_from_onnx_code(a->i);
 }
 
-// Constant's value: a tensor, or value_float(s) / value_int(s).
+// Constant's value: a tensor, or value_float(s) / value_int(s) / value_string(s).
 DType constant_type(const Node& n) {
   if (const Attribute* a = n.attr("value"); a && a->kind == Attribute::Kind::Tensor)
     return a->t.dtype();
   if (n.has_attr("value_float") || n.has_attr("value_floats")) return DType::F32;
   if (n.has_attr("value_int") || n.has_attr("value_ints")) return DType::I64;
+  if (n.has_attr("value_string") || n.has_attr("value_strings")) return DType::String;
   return DType::Undefined;
 }
 

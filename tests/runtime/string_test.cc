@@ -241,3 +241,15 @@ TEST_CASE("an op that does not take strings says so by name") {
           run1("Relu", 14, {}, {strs({"a"})});
         }).find("Relu takes no string tensors") != std::string::npos);
 }
+
+TEST_CASE("Constant makes string tensors from value_string and value_strings") {
+  Attribute one;
+  one.kind = Attribute::Kind::String;
+  one.s = "héllo";
+  const Tensor s = run1("Constant", 13, {{"value_string", one}}, {});
+  CHECK(s.rank() == 0);
+  CHECK(svec(s) == S{"héllo"});
+  CHECK(svec(run1("Constant", 13, {{"value_strings", attr_strings({"a", "", "c"})}}, {})) ==
+        S{"a", "", "c"});
+  CHECK(svec(run1("Constant", 13, {{"value", attr_t(strs({"t"}))}}, {})) == S{"t"});
+}

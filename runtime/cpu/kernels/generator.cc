@@ -16,7 +16,8 @@ namespace oat::cpu {
 
 namespace {
 
-// Constant: the tensor named by exactly one of value, value_float(s), value_int(s).
+// Constant: the tensor named by exactly one of value, value_float(s), value_int(s),
+// value_string(s).
 class ConstantKernel : public OpKernel {
  public:
   explicit ConstantKernel(const Node& n) {
@@ -36,9 +37,13 @@ class ConstantKernel : public OpKernel {
     } else if (n.has_attr("sparse_value")) {
       throw Unsupported(cat(n.describe(), ": sparse_value is not supported"),
                         "Constant(sparse_value)");
+    } else if (const Attribute* s = n.attr("value_string"); s && s->kind == K::String) {
+      value_ = Tensor::scalar<std::string>(s->s);
+    } else if (const Attribute* ss = n.attr("value_strings"); ss && ss->kind == K::Strings) {
+      value_ = Tensor::from_vector<std::string>({static_cast<int64_t>(ss->strings.size())},
+                                                ss->strings);
     } else if (n.has_attr("value_string") || n.has_attr("value_strings")) {
-      throw Unsupported(cat(n.describe(), ": string constants are not supported"),
-                        "Constant(string)");
+      throw Error(cat(n.describe(), ": value_string must be a string, value_strings strings"));
     } else {
       throw Error(cat(n.describe(), ": no value attribute"));
     }

@@ -50,10 +50,32 @@ bool has_string_input(const std::vector<const Tensor*>& in) {
   return false;
 }
 
+namespace {
+
+// Whether input k of a movement op is data (moved) rather than indices, shapes or a condition:
+// every input of Concat, Where's X and Y, input 0 of the others.
+bool is_data_input(OpId op, size_t k) {
+  if (op == OpId::Concat) return true;
+  if (op == OpId::Where) return k == 1 || k == 2;
+  return k == 0;
+}
+
+}  // namespace
+
 void StringMove::number_inputs(const Node& node, std::vector<const Tensor*>& in) {
   numbers_.reserve(in.size());  // no reallocation: in[] points into it
-  for (const Tensor*& t : in) {
-    if (!t || t->dtype() != DType::String) continue;
+  // A string index, shape or condition first (the likelier mistake), then numbers beside strings.
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < in.size(); ++k) {
+      const bool data = is_data_input(node.op, k);
+      if (!in[k] || data != (pass == 1) || data == (in[k]->dtype() == DType::String)) continue;
+      throw Error(cat(
+          node.describe(), ": input ", k, " '", node.inputs[k], "' is a ", in[k]->describe(),
+          data ? ", but the op's other data are strings" : "; only the data moved may be strings"));
+    }
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Tensor*& t = in[k];
+    if (!t || !is_data_input(node.op, k)) continue;
     if (!t->is_tensor())
       throw Error(
           cat(node.describe(), ": ", node.op_type, " takes tensors, not a ", t->describe()));

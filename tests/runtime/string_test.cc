@@ -253,3 +253,19 @@ TEST_CASE("Constant makes string tensors from value_string and value_strings") {
         S{"a", "", "c"});
   CHECK(svec(run1("Constant", 13, {{"value", attr_t(strs({"t"}))}}, {})) == S{"t"});
 }
+
+TEST_CASE("a movement op given strings beside numbers, or string indices, says which input") {
+  CHECK(error_of([] {
+          run1("Concat", 13, {{"axis", attr_i(0)}}, {strs({"a"}), i64({1})});
+        }).find("input 1 'in1' is a tensor(int64) [1], but the op's other data are strings") !=
+        std::string::npos);
+  CHECK(error_of([] {
+          run1("Gather", 13, {}, {i64({5, 6}), strs({"0"})});
+        }).find("input 1 'in1' is a tensor(string) [1]; only the data moved may be strings") !=
+        std::string::npos);
+  const Tensor cond = Tensor::from_vector<bool>({1}, {true});
+  CHECK(error_of([&] {
+          run1("Where", 16, {}, {cond, strs({"a"}), i64({1})});
+        }).find("input 2 'in2' is a tensor(int64) [1], but the op's other data are strings") !=
+        std::string::npos);
+}

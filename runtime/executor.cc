@@ -18,11 +18,12 @@ namespace oat {
 
 struct Executor::Step {
   const Node* node = nullptr;
-  std::vector<int> in;   // -1 for omitted optional inputs
-  std::vector<int> out;  // -1 for omitted optional outputs
+  std::vector<int> in;       // -1 for omitted optional inputs
+  std::vector<int> out;      // -1 for omitted optional outputs
   std::vector<int> release;  // slots whose last use is this step
   std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> kernels;
-  std::vector<std::pair<DType, std::unique_ptr<OpKernel>>> host_kernels;  // device executor, CPU-placed
+  std::vector<std::pair<DType, std::unique_ptr<OpKernel>>>
+      host_kernels;     // device executor, CPU-placed
   bool folded = false;  // a Constant whose output is held in constants_ (runs only when observed)
   // Constant folding at run time (CPU executors, no observer): a deterministic node whose inputs
   // all come from unfed initializers, Constants or other such nodes ("clean") runs once; the
@@ -151,8 +152,8 @@ namespace {
 // as implicit inputs (runtime/subgraph.h), so that liveness keeps those values until the node has
 // run and the kernel receives them.
 std::unique_ptr<const Graph> lowered_copy(const Graph& graph,
-                                         std::map<std::string, CompositeOrigin>& parts,
-                                         Device device) {
+                                          std::map<std::string, CompositeOrigin>& parts,
+                                          Device device) {
   const bool composites = has_composites(graph);
   const bool transposes = has_transpose_pairs(graph);
   bool outer_reads = false;
@@ -349,8 +350,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     if (!feeds.count(name)) throw Error(cat("donated value '", name, "' is not fed"));
   for (const auto& [name, t] : feeds)
     if (t.defined() && t.device() != Device::CPU && t.device() != options_.device)
-      throw Error(cat("input '", name, "' is on ", device_name(t.device()), ", this executor runs on ",
-                      device_name(options_.device)));
+      throw Error(cat("input '", name, "' is on ", device_name(t.device()),
+                      ", this executor runs on ", device_name(options_.device)));
   DeviceContext* dc = device_ctx_.get();
   ContextScope scope(dc);
   std::vector<Tensor> values = constants_;
@@ -364,8 +365,10 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     std::vector<std::pair<size_t, Tensor>> uploaded;
     for (size_t s = 0; s < values.size(); ++s) {
       if (fed[s] || !uploads(constants_[s])) continue;
-      if (device_constants_[s].defined()) values[s] = device_constants_[s];
-      else uploaded.emplace_back(s, values[s] = dc->upload(constants_[s]));
+      if (device_constants_[s].defined())
+        values[s] = device_constants_[s];
+      else
+        uploaded.emplace_back(s, values[s] = dc->upload(constants_[s]));
     }
     if (!uploaded.empty()) {
       // Kept only once the copies have run: during a CUDA-graph capture they are merely recorded
@@ -510,8 +513,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
         try {
           staged.push_back(dc->download(*t));
         } catch (const Error& e) {
-          throw Error(cat(node.describe(), ": runs on the host and reads its inputs there: ",
-                          e.what()));
+          throw Error(
+              cat(node.describe(), ": runs on the host and reads its inputs there: ", e.what()));
         }
         t = &staged.back();
       }
@@ -525,14 +528,17 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     // String tensors reach only the ops that take them; the movement ops move their element
     // numbers instead (runtime/string_moves.h).
     StringMove string_move;
-    const bool numbered = has_string_input(in) && moves_strings(node.op);
-    if (numbered)
+    const bool numbered =
+        has_string_input(in) && (moves_strings(node.op) || compares_strings(node.op));
+    if (numbered && moves_strings(node.op))
       string_move.number_inputs(node, in);
+    else if (numbered)
+      string_move.intern_inputs(node, in);
     else if (has_string_input(in) && !takes_strings(node.op))
       throw Unsupported(cat(node.describe(), ": ", node.op_type,
                             " takes no string tensors (strings are read by Cast, CastLike, "
-                            "StringNormalizer and TfIdfVectorizer, and moved by the shape and "
-                            "movement ops)"),
+                            "StringNormalizer, TfIdfVectorizer, Equal and Unique, and moved by "
+                            "the shape and movement ops)"),
                         cat(node.op_type, "[string]"));
     DType key = kernel_dtype_key(node, in);
     auto& cache = where == options_.device ? s.kernels : s.host_kernels;
@@ -573,7 +579,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     auto in_composite = [&](const std::string& msg) {
       auto it = composite_parts_.find(node.name);
       if (it == composite_parts_.end()) return msg;
-      return cat("node '", it->second.name, "' (", it->second.op_type, "), in its expansion: ", msg);
+      return cat("node '", it->second.name, "' (", it->second.op_type,
+                 "), in its expansion: ", msg);
     };
     try {
       kernel->compute(ctx);
@@ -585,7 +592,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       // allocating N bytes") do not know the node; name it.
       const std::string what = e.what();
       if (what.rfind("node '", 0) == 0 && !composite_parts_.count(node.name)) throw;
-      throw Error(in_composite(what.rfind("node '", 0) == 0 ? what : cat(node.describe(), ": ", what)));
+      throw Error(
+          in_composite(what.rfind("node '", 0) == 0 ? what : cat(node.describe(), ": ", what)));
     } catch (const std::bad_alloc&) {
       // A kernel's own buffer (an index table sized by the output) that the host cannot give.
       throw Error(in_composite(cat(node.describe(), ": out of memory (a host allocation failed)")));
@@ -612,9 +620,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
       // On a device the observer sees host copies; what it changes in place (check's
       // --inject-error hook) is copied back, so later nodes see it as they do on the CPU.
       for (size_t o = 0; o < seen.size(); ++o)
-        before.push_back(s.out[o] >= 0 && values[s.out[o]].device() != Device::CPU
-                             ? seen[o].clone()
-                             : Tensor());
+        before.push_back(s.out[o] >= 0 && values[s.out[o]].device() != Device::CPU ? seen[o].clone()
+                                                                                   : Tensor());
       const std::vector<Tensor> host = seen;  // shallow: the storage the observer may change
       observer_(node, seen);
       for (size_t o = 0; o < host.size(); ++o)

@@ -1,6 +1,8 @@
 #include "runtime/string_moves.h"
 
+#include <map>
 #include <numeric>
+#include <string_view>
 
 namespace oat {
 
@@ -43,6 +45,8 @@ bool moves_strings(OpId op) {
       return false;
   }
 }
+
+bool compares_strings(OpId op) { return op == OpId::Equal || op == OpId::Unique; }
 
 bool has_string_input(const std::vector<const Tensor*>& in) {
   for (const Tensor* t : in)
@@ -88,10 +92,37 @@ void StringMove::number_inputs(const Node& node, std::vector<const Tensor*>& in)
   }
 }
 
+void StringMove::intern_inputs(const Node& node, std::vector<const Tensor*>& in) {
+  numbers_.reserve(in.size());  // no reallocation: in[] points into it
+  // Each distinct string (a view into an input) -> its id and one element holding it.
+  std::map<std::string_view, std::pair<int64_t, const std::string*>> ids;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!in[k]) continue;
+    if (in[k]->dtype() != DType::String || !in[k]->is_tensor())
+      throw Error(cat(node.describe(), ": input ", k, " '", node.inputs[k], "' is a ",
+                      in[k]->describe(), ", but the op's other inputs are strings"));
+    const std::string* s = in[k]->data<std::string>();
+    for (int64_t i = 0; i < in[k]->numel(); ++i) ids.emplace(s[i], std::make_pair(0, s + i));
+  }
+  for (auto& [text, entry] : ids) {  // sorted: the ids keep the strings' order
+    entry.first = static_cast<int64_t>(strings_.size());
+    strings_.push_back(entry.second);
+  }
+  for (const Tensor*& t : in) {
+    if (!t) continue;
+    Tensor& num = numbers_.emplace_back(DType::I64, t->shape());
+    const std::string* s = t->data<std::string>();
+    for (int64_t i = 0; i < t->numel(); ++i) num.data<int64_t>()[i] = ids.at(s[i]).first;
+    t = &num;
+  }
+}
+
 void StringMove::name_outputs(const Node& node, std::vector<Tensor>& outs) const {
   const int64_t n = static_cast<int64_t>(strings_.size());
-  for (Tensor& o : outs) {
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tensor& o = outs[k];
     if (!o.defined()) continue;
+    if (node.op == OpId::Equal || (node.op == OpId::Unique && k > 0)) continue;
     if (o.dtype() != DType::I64)
       throw Error(cat(node.describe(), ": moving strings gave a ", o.describe(),
                       " output (expected the int64 element numbers)"));

@@ -269,3 +269,27 @@ TEST_CASE("a movement op given strings beside numbers, or string indices, says w
         }).find("input 2 'in2' is a tensor(int64) [1], but the op's other data are strings") !=
         std::string::npos);
 }
+
+TEST_CASE("Equal and Unique compare strings") {
+  const Tensor eq = run1("Equal", 19, {}, {strs({2, 2}, {"a", "b", "c", "a"}), strs({"a"})});
+  CHECK(eq.dtype() == DType::Bool);
+  CHECK(ivec(eq) == std::vector<int64_t>{1, 0, 0, 1});
+  // Unique, sorted by byte (code point) order as numpy.unique: Y strings, the rest int64.
+  const Tensor x = strs({"pear", "apple", "pear", "Zebra", "äpfel", "apple"});
+  auto u = run_node("Unique", 11, {}, {x}, 4);
+  CHECK(svec(u[0]) == S{"Zebra", "apple", "pear", "äpfel"});
+  CHECK(ivec(u[1]) == std::vector<int64_t>{3, 1, 0, 4});        // first occurrences
+  CHECK(ivec(u[2]) == std::vector<int64_t>{2, 1, 2, 0, 3, 1});  // inverse
+  CHECK(ivec(u[3]) == std::vector<int64_t>{1, 2, 2, 1});        // counts
+  u = run_node("Unique", 11, {{"sorted", attr_i(0)}}, {x}, 1);
+  CHECK(svec(u[0]) == S{"pear", "apple", "Zebra", "äpfel"});
+  // Rows along an axis.
+  u = run_node("Unique", 11, {{"axis", attr_i(0)}}, {strs({3, 2}, {"b", "x", "a", "y", "b", "x"})},
+               1);
+  CHECK(u[0].shape() == Shape{2, 2});
+  CHECK(svec(u[0]) == S{"a", "y", "b", "x"});
+  CHECK(error_of([] {
+          run1("Equal", 19, {}, {strs({"1"}), i64({1})});
+        }).find("input 1 'in1' is a tensor(int64) [1], but the op's other inputs are strings") !=
+        std::string::npos);
+}

@@ -80,8 +80,8 @@ Graph loop_graph(const std::string& m, const std::string& cond, int64_t limit) {
   if (!m.empty()) g.inputs.push_back(info(m, DType::I64, dims({})));
   if (!cond.empty()) g.inputs.push_back(info(cond, DType::Bool, dims({})));
   g.nodes.push_back(make_node("neg", "Neg", {"w_in"}, "w"));
-  g.nodes.push_back(
-      multi("loop", "Loop", {m, cond, "x0"}, {"xf", "scan"}, {{"body", graph_attr(counting_body())}}));
+  g.nodes.push_back(multi("loop", "Loop", {m, cond, "x0"}, {"xf", "scan"},
+                          {{"body", graph_attr(counting_body())}}));
   g.nodes.push_back(make_node("limit", "Constant", {}, "limit",
                               {{"value", attr_t(Tensor::scalar<int64_t>(limit))}}));
   g.outputs = {info("xf", DType::F32, std::nullopt), info("scan", DType::F32, std::nullopt)};
@@ -220,13 +220,16 @@ TEST_CASE("If: branches read the enclosing graph, one returns an outer value dir
   g.opsets[""] = 13;
   g.inputs = {info("x", DType::F32, dims({3})), info("flag", DType::Bool, dims({}))};
   g.nodes.push_back(make_node("s", "Constant", {}, "s", {{"value", attr_t(vec({2, 3, 4}))}}));
-  g.nodes.push_back(make_node("if", "If", {"flag"}, "y",
-                              {{"then_branch", graph_attr(then_b)}, {"else_branch", graph_attr(else_b)}}));
+  g.nodes.push_back(
+      make_node("if", "If", {"flag"}, "y",
+                {{"then_branch", graph_attr(then_b)}, {"else_branch", graph_attr(else_b)}}));
   g.outputs = {info("y", DType::F32, std::nullopt)};
   CHECK(implicit_inputs(g.nodes[1]) == std::vector<std::string>{"x", "s"});
   Executor ex(g);
-  check_close(ex.run({{"x", vec({1, 2, 3})}, {"flag", Tensor::scalar<bool>(true)}})[0], {3}, {2, 6, 12});
-  check_close(ex.run({{"x", vec({1, 2, 3})}, {"flag", Tensor::scalar<bool>(false)}})[0], {3}, {1, 2, 3});
+  check_close(ex.run({{"x", vec({1, 2, 3})}, {"flag", Tensor::scalar<bool>(true)}})[0], {3},
+              {2, 6, 12});
+  check_close(ex.run({{"x", vec({1, 2, 3})}, {"flag", Tensor::scalar<bool>(false)}})[0], {3},
+              {1, 2, 3});
   // A condition that is not one bool names the node.
   g.inputs[1].dtype = DType::F32;
   Executor bad(g);
@@ -241,8 +244,8 @@ TEST_CASE("a Loop nested in an If reads the top graph two scopes up") {
   auto then_b = std::make_shared<Graph>();
   then_b->name = "then";
   then_b->opsets[""] = 13;
-  then_b->nodes.push_back(make_node("three", "Constant", {}, "three",
-                                    {{"value", attr_t(Tensor::scalar<int64_t>(3))}}));
+  then_b->nodes.push_back(
+      make_node("three", "Constant", {}, "three", {{"value", attr_t(Tensor::scalar<int64_t>(3))}}));
   then_b->nodes.push_back(multi("inner_loop", "Loop", {"three", "", "x0"}, {"xf", "scan"},
                                 {{"body", graph_attr(counting_body())}}));
   then_b->outputs = {info("xf", DType::F32, std::nullopt)};
@@ -258,14 +261,16 @@ TEST_CASE("a Loop nested in an If reads the top graph two scopes up") {
               info("flag", DType::Bool, dims({}))};
   g.nodes.push_back(make_node("limit", "Constant", {}, "limit",
                               {{"value", attr_t(Tensor::scalar<int64_t>(100))}}));
-  g.nodes.push_back(make_node("if", "If", {"flag"}, "y",
-                              {{"then_branch", graph_attr(then_b)}, {"else_branch", graph_attr(else_b)}}));
+  g.nodes.push_back(
+      make_node("if", "If", {"flag"}, "y",
+                {{"then_branch", graph_attr(then_b)}, {"else_branch", graph_attr(else_b)}}));
   g.outputs = {info("y", DType::F32, std::nullopt)};
   // The If's implicit inputs include what its nested Loop's body reads.
   CHECK(implicit_inputs(g.nodes[1]) == std::vector<std::string>{"x0", "limit", "w"});
   Executor ex(g);
   auto run = [&](bool flag) {
-    return ex.run({{"x0", vec({1, 2})}, {"w", vec({0.5f, -1})}, {"flag", Tensor::scalar<bool>(flag)}})[0];
+    return ex.run(
+        {{"x0", vec({1, 2})}, {"w", vec({0.5f, -1})}, {"flag", Tensor::scalar<bool>(flag)}})[0];
   };
   check_close(run(true), {2}, {2.5f, -1});
   check_close(run(false), {2}, {-1, -2});
@@ -307,6 +312,39 @@ TEST_CASE("Scan: input and output axes and directions, states, an outer value") 
   check_close(out[1], {2, 3}, {306, 205, 103, 60, 50, 30});
 }
 
+TEST_CASE("Scan over strings: scan inputs sliced and scan outputs stacked as objects") {
+  // X [2, 3] strings scanned along axis 1 in reverse; y_t = Concat(e_t, tag) (tag outer, [1]);
+  // Y [3, 3] = the y_t stacked along axis 0. Long strings: a byte copy would share or lose them.
+  auto body = std::make_shared<Graph>();
+  body->name = "body";
+  body->opsets[""] = 13;
+  body->inputs = {info("e", DType::String, dims({2}))};
+  body->nodes.push_back(make_node("cat", "Concat", {"e", "tag"}, "y_out", {{"axis", attr_i(0)}}));
+  body->outputs = {info("y_out", DType::String, dims({3}))};
+  Graph g;
+  g.opsets[""] = 16;
+  g.inputs = {info("X", DType::String, dims({2, 3})), info("tag", DType::String, dims({1}))};
+  Node scan = multi("scan", "Scan", {"X"}, {"Y"},
+                    {{"body", graph_attr(body)},
+                     {"num_scan_inputs", attr_i(1)},
+                     {"scan_input_axes", attr_ints({1})},
+                     {"scan_input_directions", attr_ints({1})}});
+  scan.opset = 16;
+  g.nodes.push_back(scan);
+  g.outputs = {info("Y", DType::String, std::nullopt)};
+  Executor ex(g);
+  const std::string pad(40, '.');  // past std::string's small buffer
+  const Tensor x = Tensor::from_vector<std::string>(
+      {2, 3}, {"a" + pad, "b" + pad, "c" + pad, "d" + pad, "e" + pad, "f" + pad});
+  const Tensor y = ex.run({{"X", x}, {"tag", Tensor::from_vector<std::string>({1}, {"#"})}})[0];
+  REQUIRE(y.dtype() == DType::String);
+  CHECK(y.shape() == Shape{3, 3});
+  const std::string* p = y.data<std::string>();
+  CHECK(std::vector<std::string>(p, p + 9) == std::vector<std::string>{"c" + pad, "f" + pad, "#",
+                                                                       "b" + pad, "e" + pad, "#",
+                                                                       "a" + pad, "d" + pad, "#"});
+}
+
 TEST_CASE("Scan 8: batch axis, sequence_lens, reverse input, zero padding") {
   auto body = std::make_shared<Graph>();
   body->name = "body";
@@ -319,9 +357,9 @@ TEST_CASE("Scan 8: batch axis, sequence_lens, reverse input, zero padding") {
   g.opsets[""] = 8;
   g.inputs = {info("lens", DType::I64, dims({2})), info("s0", DType::F32, dims({2, 1})),
               info("X", DType::F32, dims({2, 3, 1}))};
-  Node scan = multi("scan", "Scan", {"lens", "s0", "X"}, {"sf", "Y"},
-                    {{"body", graph_attr(body)}, {"num_scan_inputs", attr_i(1)},
-                     {"directions", attr_ints({1})}});
+  Node scan = multi(
+      "scan", "Scan", {"lens", "s0", "X"}, {"sf", "Y"},
+      {{"body", graph_attr(body)}, {"num_scan_inputs", attr_i(1)}, {"directions", attr_ints({1})}});
   scan.opset = 8;
   g.nodes.push_back(scan);
   g.outputs = {info("sf", DType::F32, std::nullopt), info("Y", DType::F32, std::nullopt)};
@@ -360,10 +398,11 @@ TEST_CASE("a subgraph node the CPU cannot run makes its control-flow node unsupp
 
 TEST_CASE("a Loop kernel made outside an Executor, without its implicit inputs, says so") {
   Graph g = loop_graph("M", "", 5);
-  CHECK_THROWS_WITH_AS(default_registry().create(g.nodes[1], Device::CPU, DType::I64),
-                       doctest::Contains("node 'loop' (Loop, opset 13): body reads 'limit' from the "
-                                         "enclosing graph, but the node was not given it"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      default_registry().create(g.nodes[1], Device::CPU, DType::I64),
+      doctest::Contains("node 'loop' (Loop, opset 13): body reads 'limit' from the "
+                        "enclosing graph, but the node was not given it"),
+      Error);
   // An Executor over another Executor's graph (already rewritten) adds nothing twice.
   Executor first(g);
   Executor second(first.graph());

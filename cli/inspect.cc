@@ -133,7 +133,11 @@ int run_inspect(const InspectOptions& o) {
       ++num_params;
     } else {
       other_elems += t.numel();
-      other_bytes += t.nbytes();
+      if (t.dtype() == DType::String) {  // the text, as the file stores it (string_data)
+        for (int64_t i = 0; i < t.numel(); ++i) other_bytes += t.data<std::string>()[i].size();
+      } else {
+        other_bytes += t.nbytes();
+      }
     }
   }
   // Identity copies of float initializers (torch.onnx's merged equal-valued parameters) and
@@ -208,8 +212,8 @@ int run_inspect(const InspectOptions& o) {
               << " tensors\n";
   if (g.initializers.size() > static_cast<size_t>(num_params))
     std::cout << "other      " << g.initializers.size() - static_cast<size_t>(num_params)
-              << " integer/bool initializers, " << other_elems << " elements (" << other_bytes
-              << " bytes)\n";
+              << " integer/bool/string initializers, " << other_elems << " elements ("
+              << other_bytes << " bytes)\n";
   if (unsupported.empty() && model.unsupported_inputs.empty()) {
     std::cout << "\nevery node can run on the CPU\n";
   } else if (unsupported.empty()) {

@@ -476,6 +476,12 @@ TEST_CASE("a string input runs in infer from a .npy or .pb file, and is refused 
   mb.input("s", onnx::TensorProto_DataType_STRING, {3});
   mb.output("y", onnx::TensorProto_DataType_FLOAT, {3});
   add_attr(mb.node("Cast", {"s"}, {"y"}, "parse"), "to", onnx::AttributeProto::INT)->set_i(1);
+  auto* labels = mb.g()->add_initializer();  // unread: inspect counts its text
+  labels->set_name("labels");
+  labels->set_data_type(onnx::TensorProto_DataType_STRING);
+  labels->add_dims(2);
+  labels->add_string_data("ab");
+  labels->add_string_data("cde");
   const std::string model = mb.save(dir.path / "strings.onnx");
   // A float file for a string input is refused naming the input; a unicode .npy runs.
   const std::string f = dir / "f.npy";
@@ -503,6 +509,7 @@ TEST_CASE("a string input runs in infer from a .npy or .pb file, and is refused 
   const CliResult r = run_cli({"inspect", model}, dir);
   CHECK(r.status == 0);
   CHECK(r.out.find("cannot feed") == std::string::npos);
+  CHECK(r.out.find("1 integer/bool/string initializers, 2 elements (5 bytes)") != std::string::npos);
 }
 
 TEST_CASE("OAT_HOST_CACHE_MB that is not a whole number warns once and keeps the default") {

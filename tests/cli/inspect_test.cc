@@ -56,7 +56,7 @@ TEST_CASE("inspect prints the model's interface, ops, parameters, opsets and uns
   CHECK(has(r.out, "  Gemm                        1"));
   CHECK(has(r.out, "parameters 15 (60 bytes"));
   CHECK(has(r.out, "in 2 tensors"));
-  CHECK(has(r.out, "1 integer/bool initializers, 2 elements (16 bytes)"));
+  CHECK(has(r.out, "1 integer/bool/string initializers, 2 elements (16 bytes)"));
   CHECK(has(r.out, "1 node(s) this build cannot run:"));
   CHECK(has(r.out, "node 'mystery' (FooBar, opset 13): op FooBar (opset 13) is not supported"));
 }

@@ -296,20 +296,19 @@ Tensor read_npy(const std::string& path) {
   // numpy's unicode strings: '<U{n}', n UTF-32 code units an element, zero-padded.
   const bool unicode = descr.size() > 2 && descr[1] == 'U';
   const DType dt = unicode ? DType::String : npy_dtype(descr, path);
-  if (!std::regex_search(header, m,
-                         std::regex("['\"]fortran_order['\"]\\s*:\\s*([A-Za-z0-9_]*)")))
+  if (!std::regex_search(header, m, std::regex("['\"]fortran_order['\"]\\s*:\\s*([A-Za-z0-9_]*)")))
     throw Error(cat(path, ": .npy header has no fortran_order"));
-  if (m[1] == "True")
-    throw Error(cat(path, ": Fortran-ordered .npy arrays are not supported"));
+  if (m[1] == "True") throw Error(cat(path, ": Fortran-ordered .npy arrays are not supported"));
   if (m[1] != "False")
-    throw Error(cat(path, ": .npy header's fortran_order is '", m[1].str(),
-                    "', not True or False"));
+    throw Error(
+        cat(path, ": .npy header's fortran_order is '", m[1].str(), "', not True or False"));
   if (!std::regex_search(header, m, std::regex("['\"]shape['\"]\\s*:\\s*\\(([^)]*)\\)")))
     throw Error(cat(path, ": .npy header has no shape"));
   const Shape shape = npy_shape(m[1].str(), path);
   int64_t width = 0;  // code units per string element
   if (unicode) {
-    if (descr[0] == '>') throw Error(cat(path, ": big-endian .npy data ('", descr, "') is not supported"));
+    if (descr[0] == '>')
+      throw Error(cat(path, ": big-endian .npy data ('", descr, "') is not supported"));
     const std::string digits = descr.substr(2);
     if (digits.empty() || digits.size() > 9 ||
         digits.find_first_not_of("0123456789") != std::string::npos)
@@ -359,11 +358,12 @@ void write_npy(const Tensor& t, const std::string& path) {
   // Strings as numpy's '<U{n}', n the longest element in code points (at least 1, as numpy).
   std::vector<std::u32string> text;
   std::string unicode_descr;
+  size_t width = 1;
   if (t.dtype() == DType::String) {
-    size_t width = 1;
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (!decode_utf8(t.data<std::string>()[i], &text.emplace_back()))
-        throw Error(cat(path, ": string element ", i, " is not valid UTF-8 (write a .pb TensorProto instead)"));
+        throw Error(cat(path, ": string element ", i,
+                        " is not valid UTF-8 (write a .pb TensorProto instead)"));
       width = std::max(width, text.back().size());
     }
     unicode_descr = cat("<U", width);
@@ -391,7 +391,6 @@ void write_npy(const Tensor& t, const std::string& path) {
   bytes += static_cast<char>((dict.size() >> 8) & 0xff);
   bytes += dict;
   if (t.dtype() == DType::String) {
-    const size_t width = static_cast<size_t>(std::stoll(unicode_descr.substr(2)));
     for (const std::u32string& cps : text)
       for (size_t k = 0; k < width; ++k) {
         const uint32_t c = k < cps.size() ? static_cast<uint32_t>(cps[k]) : 0;

@@ -528,13 +528,13 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     // String tensors reach only the ops that take them; the movement ops move their element
     // numbers instead (runtime/string_moves.h).
     StringMove string_move;
-    const bool numbered =
-        has_string_input(in) && (moves_strings(node.op) || compares_strings(node.op));
+    const bool strings = has_string_input(in);
+    const bool numbered = strings && (moves_strings(node.op) || compares_strings(node.op));
     if (numbered && moves_strings(node.op))
       string_move.number_inputs(node, in);
     else if (numbered)
       string_move.intern_inputs(node, in);
-    else if (has_string_input(in) && !takes_strings(node.op))
+    else if (strings && !takes_strings(node.op))
       throw Unsupported(cat(node.describe(), ": ", node.op_type,
                             " takes no string tensors (strings are read by Cast, CastLike, "
                             "StringNormalizer, TfIdfVectorizer, Equal and Unique, and moved by "

@@ -1,7 +1,6 @@
 #include "runtime/string_convert.h"
 
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -54,16 +53,22 @@ bool special_value(const std::string& t, double* v) {
 }
 
 // A decimal or scientific number (strtod's grammar, less its hex floats and "infinity" spellings,
-// which are not ONNX's).
-double parse_double(const std::string& t, const std::string& s, int64_t index, DType to) {
-  double v = 0;
-  if (special_value(t, &v)) return v;
+// which are not ONNX's), read once by `read` (strtod, or strtof for float32: one rounding from
+// the text either way).
+template <class F>
+F parse_real(const std::string& t, const std::string& s, int64_t index, DType to,
+             F (*read)(const char*, char**)) {
+  double special = 0;
+  if (special_value(t, &special)) return static_cast<F>(special);
   if (t.empty() || t.find_first_of("xXiInN") != std::string::npos) not_a_number(s, index, to);
   char* end = nullptr;
-  errno = 0;
-  v = std::strtod(t.c_str(), &end);
+  const F v = read(t.c_str(), &end);
   if (end != t.c_str() + t.size()) not_a_number(s, index, to);
-  return v;  // ERANGE: ±HUGE_VAL or a denormal/zero, the correctly rounded result
+  return v;  // out of range: ±HUGE_VAL or a denormal/zero, the correctly rounded result
+}
+
+double parse_double(const std::string& t, const std::string& s, int64_t index, DType to) {
+  return parse_real<double>(t, s, index, to, std::strtod);
 }
 
 // A whole integer in int64 (or, for unsigned targets, uint64) range.
@@ -141,10 +146,7 @@ T parse_element(const std::string& s, int64_t index) {
       if (d < 0) return static_cast<T>(static_cast<int64_t>(d));
     return static_cast<T>(d);
   } else if constexpr (std::is_same_v<T, float>) {
-    double special = 0;
-    if (special_value(t, &special)) return static_cast<float>(special);
-    parse_double(t, s, index, to);           // validates the grammar
-    return std::strtof(t.c_str(), nullptr);  // one rounding from the text
+    return parse_real<float>(t, s, index, to, std::strtof);
   } else if constexpr (std::is_same_v<T, double>) {
     return parse_double(t, s, index, to);
   } else if constexpr (std::is_same_v<T, Eigen::half>) {

@@ -141,6 +141,19 @@ struct TempDir {
   }
 };
 
+// A version 1.0 .npy file: the header dict padded to a 64-byte boundary, then `data`.
+inline std::string npy_bytes(const std::string& dict, const std::string& data) {
+  std::string h = dict;
+  while ((10 + h.size() + 1) % 64) h += ' ';
+  h += '\n';
+  std::string b = "\x93NUMPY";
+  b += '\x01';
+  b += '\x00';
+  b += static_cast<char>(h.size() & 0xff);
+  b += static_cast<char>(h.size() >> 8);
+  return b + h + data;
+}
+
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }

@@ -26,22 +26,16 @@ S svec(const Tensor& t) {
 
 // A numpy '<U{width}' .npy file of `rows` (UTF-32LE code points, zero-padded), as np.save writes.
 std::string npy_unicode(size_t width, const std::vector<std::u32string>& rows) {
-  std::string h = "{'descr': '<U" + std::to_string(width) +
-                  "', 'fortran_order': False, 'shape': (" + std::to_string(rows.size()) + ",), }";
-  while ((10 + h.size() + 1) % 64) h += ' ';
-  h += '\n';
-  std::string b = "\x93NUMPY";
-  b += '\x01';
-  b += '\x00';
-  b += static_cast<char>(h.size() & 0xff);
-  b += static_cast<char>(h.size() >> 8);
-  b += h;
+  std::string data;
   for (const auto& r : rows)
     for (size_t k = 0; k < width; ++k) {
       const uint32_t c = k < r.size() ? static_cast<uint32_t>(r[k]) : 0;
-      b.append(reinterpret_cast<const char*>(&c), 4);
+      data.append(reinterpret_cast<const char*>(&c), 4);
     }
-  return b;
+  return npy_bytes("{'descr': '<U" + std::to_string(width) +
+                       "', 'fortran_order': False, 'shape': (" + std::to_string(rows.size()) +
+                       ",), }",
+                   data);
 }
 
 }  // namespace

@@ -26,18 +26,6 @@ bool same(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-std::string npy_bytes(const std::string& dict, const std::string& data) {
-  std::string h = dict;
-  while ((10 + h.size() + 1) % 64) h += ' ';
-  h += '\n';
-  std::string b = "\x93NUMPY";
-  b += '\x01';
-  b += '\x00';
-  b += static_cast<char>(h.size() & 0xff);
-  b += static_cast<char>(h.size() >> 8);
-  return b + h + data;
-}
-
 }  // namespace
 
 TEST_CASE(".npy round trip for every dtype .npy can hold") {

@@ -294,7 +294,10 @@ class Painter {
           set(i, State::F32, list_reason(i, "deny list"));
           break;
         case OpList::None:
-          set(i, State::F32, list_reason(i, "not in any list"));
+          set(i, State::F32,
+              n.domain == kMlDomain
+                  ? std::string("ai.onnx.ml op: kept fp32 (classical-ML ops take no float16)")
+                  : list_reason(i, "not in any list"));
           break;
         case OpList::Infer:
           keep_fp32_for_range(i);

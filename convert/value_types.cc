@@ -127,6 +127,35 @@ std::vector<std::string> outer_scope_reads(const Node& n) {
   return {reads.begin(), reads.end()};
 }
 
+namespace {
+
+// ai.onnx.ml (runtime/cpu/kernels/ml_*.cc): float32 scores and features, int64 or string labels
+// and categories; the rest keep their input's type.
+std::vector<DType> ml_output_types(const Node& n, DType x, std::vector<DType> out) {
+  const std::string& op = n.op_type;
+  auto set = [&](size_t k, DType t) {
+    if (k < out.size()) out[k] = t;
+  };
+  auto has = [&](const char* a) { return n.attr(a) != nullptr; };
+  const DType flip = x == DType::String ? DType::I64 : DType::String;  // string <-> int64 maps
+  if (op == "Scaler" || op == "Normalizer" || op == "FeatureVectorizer" || op == "OneHotEncoder" ||
+      op == "LinearRegressor" || op == "SVMRegressor" || op == "TreeEnsembleRegressor") {
+    set(0, DType::F32);
+  } else if (op == "LinearClassifier" || op == "SVMClassifier" || op == "TreeEnsembleClassifier") {
+    set(0, has("classlabels_strings") ? DType::String : DType::I64);
+    set(1, DType::F32);
+  } else if (op == "CategoryMapper" || (op == "LabelEncoder" && n.opset < 2)) {
+    set(0, flip);
+  } else if (op == "LabelEncoder") {
+    set(0, has("values_strings") ? DType::String
+           : has("values_floats") ? DType::F32
+                                  : DType::I64);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& in) {
   auto input = [&](size_t i) { return i < in.size() ? in[i] : DType::Undefined; };
   DType first = DType::Undefined;
@@ -157,6 +186,7 @@ std::vector<DType> infer_output_types(const Node& n, const std::vector<DType>& i
     }
     return out;
   }
+  if (n.domain == kMlDomain) return ml_output_types(n, input(0), std::move(out));
   if (!n.domain.empty() && n.domain != "ai.onnx") return out;
   if (op == "Cast") {
     std::fill(out.begin(), out.end(), cast_target(n));

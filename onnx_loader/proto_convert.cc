@@ -502,7 +502,7 @@ Graph graph_from_proto(const onnx::GraphProto& gp, const std::map<std::string, i
                       "): the model imports no opset for domain '",
                       n.domain.empty() ? "ai.onnx" : n.domain, "'"));
     n.opset = it->second;
-    n.op = n.domain.empty() ? op_from_name(n.op_type) : OpId::Unknown;
+    n.op = op_from_domain(n.domain, n.op_type);
     for (const auto& o : n.outputs)
       if (!o.empty() && own_values.count(o))
         throw Error(

@@ -49,7 +49,17 @@ bool domain_is_default(const std::string& d) {
 
 std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
   if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
-  if (!domain_is_default(node.domain))
+  if (node.domain == kMlDomain && node.op == OpId::Unknown) {
+    // ZipMap, DictVectorizer, CastMap read or write maps, which this runtime does not store.
+    if (node.op_type == "ZipMap" || node.op_type == "DictVectorizer" || node.op_type == "CastMap")
+      return cat("op ", node.op_type, " in domain '", node.domain,
+                 "' is not supported: it reads or writes maps, which this runtime does not store",
+                 node.op_type == "ZipMap"
+                     ? " (export the classifier without it: skl2onnx's options {'zipmap': False})"
+                     : "");
+    return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
+  }
+  if (!domain_is_default(node.domain) && node.domain != kMlDomain)
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
   const bool control_flow = node_has_subgraph(node);
   // Both have only CPU kernels; a device executor runs them on the host (see Executor()).
@@ -537,7 +547,8 @@ std::map<std::string, Tensor> Executor::run_impl(const std::map<std::string, Ten
     else if (strings && !takes_strings(node.op))
       throw Unsupported(cat(node.describe(), ": ", node.op_type,
                             " takes no string tensors (strings are read by Cast, CastLike, "
-                            "StringNormalizer, TfIdfVectorizer, Equal and Unique, and moved by "
+                            "StringNormalizer, TfIdfVectorizer, Equal, Unique and ai.onnx.ml's "
+                            "encoders, and moved by "
                             "the shape and movement ops)"),
                         cat(node.op_type, "[string]"));
     DType key = kernel_dtype_key(node, in);

@@ -12,6 +12,12 @@ bool takes_strings(OpId op) {
     case OpId::CastLike:
     case OpId::StringNormalizer:
     case OpId::TfIdfVectorizer:
+    // ai.onnx.ml: string categories in (kernels/ml_encoders.cc), string columns picked
+    // (kernels/ml_features.cc)
+    case OpId::LabelEncoder:
+    case OpId::CategoryMapper:
+    case OpId::OneHotEncoder:
+    case OpId::ArrayFeatureExtractor:
     case OpId::Identity:
     case OpId::Reshape:
     case OpId::Flatten:

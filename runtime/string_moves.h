@@ -4,7 +4,8 @@
 // (every movement kernel: runtime/cpu/kernels/movement.h) must never see one. The executor
 // therefore gives a string input only to
 //   - the ops that read strings themselves (takes_strings): Cast, CastLike, StringNormalizer,
-//     TfIdfVectorizer, the views Identity / Reshape / Flatten / Squeeze / Unsqueeze, Shape and
+//     TfIdfVectorizer, ai.onnx.ml's LabelEncoder, CategoryMapper, OneHotEncoder and
+//     ArrayFeatureExtractor, the views Identity / Reshape / Flatten / Squeeze / Unsqueeze, Shape and
 //     Size (metadata), and If / Loop / Scan (their subgraphs' nodes are checked in turn);
 //   - the movement ops (moves_strings): Transpose, Concat, Split, Slice, Gather, GatherElements,
 //     Expand, Tile, Compress, Where. Each string input is swapped for

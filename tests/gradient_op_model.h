@@ -45,7 +45,7 @@ struct GradientOpModel {
       n.name = name;
       n.op_type = op;
       n.domain = domain;
-      n.op = domain.empty() ? op_from_name(op) : OpId::Unknown;
+      n.op = op_from_domain(domain, op);
       n.opset = domain.empty() ? 13 : 1;
       n.inputs = std::move(in);
       n.outputs = std::move(out);

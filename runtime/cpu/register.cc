@@ -27,6 +27,11 @@ void register_kernels(KernelRegistry& r) {
   register_bitshift(r);
   register_tfidf(r);
   register_string_normalizer(r);
+  register_ml_features(r);
+  register_ml_encoders(r);
+  register_ml_linear(r);
+  register_ml_svm(r);
+  register_ml_trees(r);
   register_random(r);
   // signal processing (opset 17)
   register_signal_window(r);

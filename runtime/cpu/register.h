@@ -34,6 +34,12 @@ void register_det(KernelRegistry& r);           // kernels/det.cc: Det
 void register_bitshift(KernelRegistry& r);      // kernels/bitshift.cc: BitShift
 void register_tfidf(KernelRegistry& r);         // kernels/tfidf.cc: TfIdfVectorizer
 void register_string_normalizer(KernelRegistry& r);  // kernels/string_normalizer.cc
+// ai.onnx.ml (classical ML models)
+void register_ml_features(KernelRegistry& r);  // kernels/ml_features.cc: Scaler Normalizer ...
+void register_ml_encoders(KernelRegistry& r);  // kernels/ml_encoders.cc: LabelEncoder ...
+void register_ml_linear(KernelRegistry& r);    // kernels/ml_linear.cc: LinearRegressor/Classifier
+void register_ml_svm(KernelRegistry& r);       // kernels/ml_svm.cc: SVMRegressor SVMClassifier
+void register_ml_trees(KernelRegistry& r);     // kernels/ml_trees.cc: TreeEnsemble*
 // kernels/random.cc: RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli
 // Multinomial
 void register_random(KernelRegistry& r);

@@ -292,3 +292,85 @@ TEST_CASE("string nodes run on the host in a CUDA executor, as the CPU does") {
   CHECK(got[1].to_float_vector() == std::vector<float>{1, 3, 1, 1.25f, 4, 1.5f});
   CHECK(strings(got[2]) == std::vector<std::string>{"A", "C"});
 }
+
+namespace {
+
+// An ai.onnx.ml node made by hand (make_node looks ops up in the default domain).
+Node ml_node(const std::string& name, const std::string& op, std::vector<std::string> in,
+             std::vector<std::string> out, std::map<std::string, Attribute> attrs) {
+  Node n = make_node_outputs(name, op, std::move(in), std::move(out), std::move(attrs), 3);
+  n.domain = kMlDomain;
+  n.op = ml_op_from_name(op);
+  return n;
+}
+
+Attribute floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Floats;
+  a.floats = std::move(v);
+  return a;
+}
+
+Attribute ints(std::vector<int64_t> v) { return ints_attribute(std::move(v)); }
+
+}  // namespace
+
+TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does") {
+  if (cuda::device_count() == 0) {
+    std::cout << "SKIPPED: no CUDA device answers (" << cuda::describe_device(0) << ")\n";
+    return;
+  }
+  // x [3, 2] (device): r = Relu(x); s = Scaler(r) (host); (label, p) = LinearClassifier(s) with
+  // string labels; q = p · 2 (device again); t = TreeEnsembleRegressor(s), one stump.
+  Graph g;
+  g.opsets[""] = 13;
+  g.opsets[kMlDomain] = 3;
+  g.inputs = {info("x", DType::F32, std::vector<Dim>{Dim{3, ""}, Dim{2, ""}})};
+  g.nodes.push_back(make_node("relu", "Relu", {"x"}, "r"));
+  g.nodes.push_back(ml_node("scale", "Scaler", {"r"}, {"s"},
+                            {{"offset", floats({0.5f, 0})}, {"scale", floats({2, 1})}}));
+  Attribute labels;
+  labels.kind = Attribute::Kind::Strings;
+  labels.strings = {"a", "b", "c"};
+  g.nodes.push_back(ml_node("linear", "LinearClassifier", {"s"}, {"label", "p"},
+                            {{"coefficients", floats({1, 0, 0, 1, -1, -1})},
+                             {"intercepts", floats({0, 0, 0.5f})},
+                             {"classlabels_strings", labels},
+                             {"post_transform", string_attribute("SOFTMAX")}}));
+  g.nodes.push_back(make_node("twice", "Mul", {"p", "two"}, "q"));
+  Attribute modes;
+  modes.kind = Attribute::Kind::Strings;
+  modes.strings = {"BRANCH_LEQ", "LEAF", "LEAF"};
+  g.nodes.push_back(ml_node("tree", "TreeEnsembleRegressor", {"s"}, {"t"},
+                            {{"nodes_treeids", ints({0, 0, 0})},
+                             {"nodes_nodeids", ints({0, 1, 2})},
+                             {"nodes_featureids", ints({1, 0, 0})},
+                             {"nodes_values", floats({1, 0, 0})},
+                             {"nodes_modes", modes},
+                             {"nodes_truenodeids", ints({1, 0, 0})},
+                             {"nodes_falsenodeids", ints({2, 0, 0})},
+                             {"target_treeids", ints({0, 0})},
+                             {"target_nodeids", ints({1, 2})},
+                             {"target_ids", ints({0, 0})},
+                             {"target_weights", floats({-1, 1})}}));
+  g.initializers["two"] = Tensor::scalar(2.0f);
+  for (const char* o : {"label", "q", "t"}) g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
+  Executor cpu(g);
+  ExecutorOptions o;
+  o.device = Device::CUDA;
+  Executor gpu(g, o);
+  const std::map<std::string, Tensor> feeds = {
+      {"x", Tensor::from_vector<float>({3, 2}, {1, 0.5f, -2, 3, 0.25f, -1})}};
+  const std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
+  REQUIRE(got.size() == 3);
+  REQUIRE(got[0].dtype() == DType::String);
+  // s = [(1, 0.5), (-1, 3), (-0.5, 0)]: scores (1, 0.5, -1), (-1, 3, -1.5), (-0.5, 0, 1)
+  const std::vector<std::string> labels_got(got[0].data<std::string>(),
+                                            got[0].data<std::string>() + 3);
+  CHECK(labels_got == std::vector<std::string>{"a", "b", "c"});
+  CHECK(labels_got == std::vector<std::string>(want[0].data<std::string>(),
+                                               want[0].data<std::string>() + 3));
+  check_same(want[1], got[1], "q");
+  check_same(want[2], got[2], "t");
+  CHECK(got[2].to_float_vector() == std::vector<float>{-1, 1, -1});
+}

@@ -62,7 +62,7 @@ inline std::vector<Tensor> run_node(const std::string& op, int64_t opset,
   n.name = "n0";
   n.op_type = op;
   n.domain = domain;
-  n.op = domain.empty() ? oat::op_from_name(op) : oat::OpId::Unknown;
+  n.op = oat::op_from_domain(domain, op);
   n.opset = opset;
   n.attrs = attrs;
   std::map<std::string, Tensor> feeds;

@@ -74,7 +74,7 @@ ModelBuilder pipeline(bool zipmap = false) {
   ints(tr, "target_nodeids", {1, 2});
   ints(tr, "target_ids", {0, 0});
   floats(tr, "target_weights", {-1, 1});
-  b.output_unshaped("label", onnx::TensorProto_DataType_STRING);
+  b.output("label", onnx::TensorProto_DataType_STRING, {std::string("N")});
   if (zipmap) {
     auto* z = ml_node(b, "ZipMap", {"p"}, {"probs"});
     strings(z, "classlabels_strings", {"a", "b", "c"});
@@ -84,9 +84,9 @@ ModelBuilder pipeline(bool zipmap = false) {
     map->set_key_type(onnx::TensorProto_DataType_STRING);
     map->mutable_value_type()->mutable_tensor_type()->set_elem_type(kFloat);
   } else {
-    b.output_unshaped("p", kFloat);
+    b.output("p", kFloat, {std::string("N"), int64_t{3}});
   }
-  b.output_unshaped("t", kFloat);
+  b.output("t", kFloat, {std::string("N"), int64_t{1}});
   return b;
 }
 

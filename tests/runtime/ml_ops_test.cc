@@ -218,7 +218,15 @@ TEST_CASE("LinearClassifier: argmax labels, post-transformed scores, the binary 
            {fm({2, 2}, {2, 1, 0, 1})}, 2);
   CHECK(svec(out[0]) == S{"yes", "no"});
   CHECK(out[1].shape() == Shape{2, 2});
-  CHECK(fvec(out[1]) == F{0, 1, 2, -1});  // LOGISTIC does not touch a binary score
+  // scores s = 1, -1: LOGISTIC gives [1 - σ(s), σ(s)] (ONNX Runtime 1.32)
+  close(out[1], {1 - sigmoid(1), sigmoid(1), 1 - sigmoid(-1), sigmoid(-1)});
+  // without a post-transform (or with SOFTMAX, which leaves one score) [1 - s, s]
+  out = ml("LinearClassifier",
+           {{"coefficients", attr_floats({1, -1})}, {"intercepts", attr_floats({0})},
+            {"classlabels_ints", attr_ints({3, 8})}, {"post_transform", attr_s("SOFTMAX")}},
+           {fm({2, 2}, {2, 1, 0, 1})}, 2);
+  CHECK(ivec(out[0]) == I{8, 3});
+  CHECK(fvec(out[1]) == F{0, 1, 2, -1});
 }
 
 TEST_CASE("SVMRegressor: kernels over support vectors, linear mode, one class") {

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Real scikit-learn models, exported by skl2onnx, run by this runtime, ONNX Runtime and sklearn.
+
+    python3 -m venv /tmp/skl && /tmp/skl/bin/pip install scikit-learn skl2onnx onnxruntime
+    /tmp/skl/bin/python scripts/compare_sklearn_ort.py [--bin build/onnx-amp-train]
+
+A development check, not part of ctest (the CI machine has no scikit-learn): each model is fitted
+on synthetic data, converted with zipmap off at opsets {'': 17, 'ai.onnx.ml': 3}, and run on 200
+held-out rows; labels must equal ONNX Runtime's exactly and probabilities / values agree to
+1e-3 of the largest |value| (both compute in float32; summation order differs). The table also gives how often the label equals
+sklearn's own predict (float32 rounding of features near a threshold can flip a few).
+"""
+import argparse
+import os
+import warnings
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def models():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.datasets import make_classification, make_regression
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
+                                  RandomForestClassifier, RandomForestRegressor)
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge, SGDClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, Normalizer, OneHotEncoder, StandardScaler
+    from sklearn.svm import SVC, SVR, LinearSVC, NuSVR
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    xb, yb = make_classification(600, 8, n_informative=5, random_state=0)
+    xm, ym = make_classification(600, 8, n_informative=6, n_classes=4, n_clusters_per_class=1, random_state=1)
+    xr, yr = make_regression(600, 8, noise=0.5, random_state=2)
+    xb, xm, xr = (a.astype(np.float32) for a in (xb, xm, xr))
+    yield "LogisticRegression binary", LogisticRegression(), xb, yb, True
+    yield "StandardScaler + LogisticRegression 4 classes", make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)), xm, ym, True
+    yield "SGDClassifier (hinge) 4 classes", SGDClassifier(random_state=0), xm, ym, True
+    yield "LinearSVC binary", LinearSVC(), xb, yb, True
+    yield "DecisionTreeClassifier 4 classes", DecisionTreeClassifier(max_depth=6, random_state=0), xm, ym, True
+    yield "RandomForestClassifier binary", RandomForestClassifier(30, max_depth=6, random_state=0), xb, yb, True
+    yield "RandomForestClassifier 4 classes", RandomForestClassifier(30, max_depth=6, random_state=0), xm, ym, True
+    yield "GradientBoostingClassifier binary", GradientBoostingClassifier(n_estimators=40, random_state=0), xb, yb, True
+    yield "GradientBoostingClassifier 4 classes", GradientBoostingClassifier(n_estimators=30, random_state=0), xm, ym, True
+    yield "SVC rbf, probability", SVC(probability=True, random_state=0), xm, ym, True
+    yield "SVC poly binary", make_pipeline(MinMaxScaler(), SVC(kernel="poly", degree=3)), xb, yb, True
+    yield "KNeighborsClassifier", KNeighborsClassifier(5), xm, ym, True
+    yield "MLPClassifier", MLPClassifier((32,), max_iter=300, random_state=0), xm, ym, True
+    yield "LinearRegression", LinearRegression(), xr, yr, False
+    yield "Normalizer + Ridge", make_pipeline(Normalizer(), Ridge()), xr, yr, False
+    yield "PCA + Ridge", make_pipeline(PCA(4), Ridge()), xr, yr, False
+    yield "DecisionTreeRegressor", DecisionTreeRegressor(max_depth=8, random_state=0), xr, yr, False
+    yield "RandomForestRegressor", RandomForestRegressor(30, max_depth=6, random_state=0), xr, yr, False
+    yield "GradientBoostingRegressor", GradientBoostingRegressor(n_estimators=40, random_state=0), xr, yr, False
+    yield "SVR rbf", make_pipeline(StandardScaler(), SVR()), xr, yr, False
+    yield "NuSVR linear", make_pipeline(StandardScaler(), NuSVR(kernel="linear")), xr, yr, False
+    xn = xr.copy()
+    xn[np.random.default_rng(0).random(xn.shape) < 0.1] = np.nan
+    yield "SimpleImputer + RandomForestRegressor", make_pipeline(SimpleImputer(), RandomForestRegressor(20, max_depth=5, random_state=0)), xn, yr, False
+    # one string column one-hot encoded beside the numbers
+    cats = np.array(["red", "green", "blue"])[np.random.default_rng(3).integers(0, 3, len(xb))]
+    yield ("ColumnTransformer(OneHotEncoder strings, StandardScaler) + LogisticRegression",
+           make_pipeline(ColumnTransformer([("cat", OneHotEncoder(), [0]), ("num", StandardScaler(), [1, 2, 3])]),
+                         LogisticRegression()), (cats, xb[:, :3]), yb, True)
+
+
+def convert(name, est, x):
+    from skl2onnx import to_onnx
+    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
+    opts = {id(est): {"zipmap": False}} if hasattr(est, "predict_proba") or hasattr(est, "decision_function") else None
+    if isinstance(x, tuple):
+        inputs = [("cat", StringTensorType([None, 1])), ("num", FloatTensorType([None, x[1].shape[1]]))]
+        return to_onnx(est, initial_types=inputs, target_opset={"": 17, "ai.onnx.ml": 3}, options=opts)
+    try:
+        return to_onnx(est, x[:1], target_opset={"": 17, "ai.onnx.ml": 3}, options=opts)
+    except (NameError, RuntimeError, ValueError):
+        return to_onnx(est, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+
+
+def run_ours(binary, path, feeds, outputs, tmp):
+    args = [binary, "infer", path, "-o", os.path.join(tmp, "out")]
+    for k, v in feeds.items():
+        f = os.path.join(tmp, k + ".npy")
+        np.save(f, v)
+        args += ["-i", f"{k}={f}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
+    res = []
+    for k in range(outputs):
+        t = onnx.TensorProto()
+        with open(os.path.join(tmp, "out", f"output_{k}.pb"), "rb") as fh:
+            t.ParseFromString(fh.read())
+        a = numpy_helper.to_array(t)
+        if a.dtype == object:
+            a = np.array([s.decode() if isinstance(s, bytes) else s for s in a.ravel()]).reshape(a.shape)
+        res.append(a)
+    return res
+
+
+def main():
+    import onnxruntime as ort
+    warnings.filterwarnings("ignore")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/onnx-amp-train")
+    a = ap.parse_args()
+    bad = 0
+    print("| model | ai.onnx.ml ops | label = ORT | max abs diff vs ORT (largest \\|value\\|) | label = sklearn |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, est, x, y, classifier in models():
+            if isinstance(x, tuple):
+                train = np.column_stack([x[0], x[1]]).astype(object)
+                est.fit(train[:400], y[:400])
+                feeds = {"cat": x[0][400:].reshape(-1, 1), "num": x[1][400:]}
+                ref_x = train[400:]
+                m = convert(name, est, x)
+            else:
+                est.fit(x[:400], y[:400])
+                feeds = {"X": x[400:]}
+                ref_x = x[400:]
+                m = convert(name, est, x)
+                feeds = {m.graph.input[0].name: x[400:]}
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(m, path)
+            ml_ops = sorted({n.op_type for n in m.graph.node if n.domain == "ai.onnx.ml"})
+            s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            ref = s.run(None, feeds)
+            try:
+                got = run_ours(a.bin, path, feeds, len(ref), tmp)
+            except RuntimeError as e:
+                bad += 1
+                print(f"| {name} | {', '.join(ml_ops)} | FAILED: {e} | | |")
+                continue
+            same_label, diff, top = "", 0.0, 0.0
+            for g, r in zip(got, ref):
+                if r.dtype.kind in "iUO" or g.dtype.kind in "iUO":
+                    eq = [str(p) for p in g.ravel()] == [str(q) for q in r.ravel()]
+                    same_label = f"{np.mean([str(p) == str(q) for p, q in zip(g.ravel(), r.ravel())]) * 100:.1f}%"
+                    bad += 0 if eq else 1
+                else:
+                    d = float(np.nanmax(np.abs(g.astype(np.float64) - r.astype(np.float64)))) if g.size else 0.0
+                    diff = max(diff, d)
+                    scale = max(1.0, float(np.nanmax(np.abs(r)))) if r.size else 1.0
+                    top = max(top, scale)
+                    bad += 0 if d <= 1e-3 * scale else 1
+            sk = est.predict(ref_x)
+            label = got[0].ravel()
+            agree = np.mean([str(p) == str(q) for p, q in zip(label, sk)]) if classifier else float("nan")
+            sk_txt = f"{agree * 100:.1f}%" if classifier else "—"
+            print(f"| {name} | {', '.join(ml_ops) or '(none)'} | {same_label or '—'} | {diff:.2e} ({top:.3g}) | {sk_txt} |")
+    print(f"\n{'all agree' if not bad else f'{bad} mismatches'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

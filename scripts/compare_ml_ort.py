@@ -54,7 +54,8 @@ def run_ours(binary, m, feeds, tmp):
         args += ["-i", f"{k}={f}"]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError(r.stderr.strip() or r.stdout.strip())
+        msg = r.stderr.strip() or r.stdout.strip()
+        raise RuntimeError(msg if r.returncode == 1 else f"exit status {r.returncode}: {msg}")
     outs = []
     for k in range(len(m.graph.output)):
         t = onnx.TensorProto()

@@ -267,6 +267,11 @@ TEST_CASE("SVMClassifier: one-vs-one votes and the linear mode") {
   CHECK(ivec(out[0]) == I{11, 10});
   CHECK(out[1].shape() == Shape{2, 3});
   CHECK(fvec(out[1]) == F{-2, 0, 2, 3, 6, 3});
+  // counts that would overflow (or read past support_vectors) are refused, naming the attribute
+  auto huge = a;
+  huge["vectors_per_class"] = attr_ints({int64_t{1} << 62, int64_t{1} << 62, 1});
+  CHECK_THROWS_WITH(ml("SVMClassifier", huge, {fm({1, 2}, {0, 0})}, 2),
+                    doctest::Contains("vectors_per_class counts more support vectors"));
   out = ml("SVMClassifier",
            {{"coefficients", attr_floats({1, 0, 0, 1})}, {"rho", attr_floats({0.5f})},
             {"classlabels_strings", attr_strs({"a", "b"})}},
@@ -380,6 +385,10 @@ TEST_CASE("tree ensembles refuse malformed trees, naming the node") {
   a["nodes_featureids"] = attr_ints({3, 0, 0});
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 2}, {0, 0})}),
                     doctest::Contains("X has 2 features; the trees read feature 3"));
+  a = stump("target", "BRANCH_LEQ", 0.5f, 1, 2);
+  a["nodes_featureids"] = attr_ints({int64_t{1} << 62, 0, 0});  // no overflow of the width check
+  CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}),
+                    doctest::Contains("reads feature 4611686018427387904"));
   a = stump("target", "BRANCH_LEQ", 0.5f, 1, 2);
   a["nodes_modes"] = attr_strs({"BRANCH_MAYBE", "LEAF", "LEAF"});
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}),

@@ -217,7 +217,8 @@ class FeatureVectorizerKernel : public OpKernel {
       throw Error(cat(n.describe(), ": inputdimensions has ", dims_.size(), " values for ",
                       n.inputs.size(), " inputs"));
     for (int64_t d : dims_)
-      if (d < 0) throw Error(cat(n.describe(), ": inputdimensions must be >= 0, got ", d));
+      if (d < 0 || d >= (int64_t{1} << 40))
+        throw Error(cat(n.describe(), ": inputdimensions must be in [0, 2^40), got ", d));
   }
   void compute(KernelContext& ctx) override {
     int64_t total = 0;

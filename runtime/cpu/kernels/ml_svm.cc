@@ -208,6 +208,10 @@ class SvmClassifierKernel : public OpKernel {
     for (int64_t c : per_class_) {
       if (c < 0) bad(cat("vectors_per_class must be >= 0, got ", c));
       start_.push_back(vectors_);
+      // every vector needs at least one value of support_vectors (no overflow past it)
+      if (c > static_cast<int64_t>(sv_.size()) - vectors_)
+        bad(cat("vectors_per_class counts more support vectors than support_vectors holds (",
+                sv_.size(), " values)"));
       vectors_ += c;
     }
     svc_ = vectors_ > 0;

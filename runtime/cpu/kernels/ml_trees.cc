@@ -112,7 +112,7 @@ class Forest {
       t.value = values.empty() ? 0.0 : values[i];
       t.value_f = static_cast<float>(t.value);
       t.missing_true = !missing.empty() && missing[i] != 0;
-      if (t.mode != Mode::Leaf && t.feature < 0)
+      if (t.mode != Mode::Leaf && (t.feature < 0 || t.feature >= (int64_t{1} << 40)))
         bad(cat("node (tree ", tree[i], ", node ", node[i], ") reads feature ", t.feature));
       if (t.mode != Mode::Leaf) features_ = std::max(features_, t.feature + 1);
     }

@@ -323,6 +323,8 @@ bool device_random(const Node& node, const std::vector<const Tensor*>& inputs) {
 }
 
 bool host_placed(OpId op) {
+  // ai.onnx.ml (classical ML: trees, linear models, encoders) has CPU kernels only.
+  if (is_ml_op(op)) return true;
   switch (op) {
     case OpId::NonMaxSuppression: case OpId::Compress: case OpId::Unique: case OpId::Det:
     case OpId::NonZero:

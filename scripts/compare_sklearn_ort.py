@@ -13,13 +13,14 @@ sklearn's own predict (float32 rounding of features near a threshold can flip a 
 import argparse
 import os
 import warnings
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_ml_ort import run_ours  # noqa: E402
 
 
 def models():
@@ -85,27 +86,6 @@ def convert(name, est, x):
         return to_onnx(est, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
 
 
-def run_ours(binary, path, feeds, outputs, tmp):
-    args = [binary, "infer", path, "-o", os.path.join(tmp, "out")]
-    for k, v in feeds.items():
-        f = os.path.join(tmp, k + ".npy")
-        np.save(f, v)
-        args += ["-i", f"{k}={f}"]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr.strip())
-    res = []
-    for k in range(outputs):
-        t = onnx.TensorProto()
-        with open(os.path.join(tmp, "out", f"output_{k}.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
-        a = numpy_helper.to_array(t)
-        if a.dtype == object:
-            a = np.array([s.decode() if isinstance(s, bytes) else s for s in a.ravel()]).reshape(a.shape)
-        res.append(a)
-    return res
-
-
 def main():
     import onnxruntime as ort
     warnings.filterwarnings("ignore")
@@ -129,13 +109,13 @@ def main():
                 ref_x = x[400:]
                 m = convert(name, est, x)
                 feeds = {m.graph.input[0].name: x[400:]}
-            path = os.path.join(tmp, "m.onnx")
+            path = os.path.join(tmp, "model.onnx")
             onnx.save(m, path)
             ml_ops = sorted({n.op_type for n in m.graph.node if n.domain == "ai.onnx.ml"})
             s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             ref = s.run(None, feeds)
             try:
-                got = run_ours(a.bin, path, feeds, len(ref), tmp)
+                got = run_ours(a.bin, m, feeds, tmp)
             except RuntimeError as e:
                 bad += 1
                 print(f"| {name} | {', '.join(ml_ops)} | FAILED: {e} | | |")

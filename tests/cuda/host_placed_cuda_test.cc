@@ -304,15 +304,6 @@ Node ml_node(const std::string& name, const std::string& op, std::vector<std::st
   return n;
 }
 
-Attribute floats(std::vector<float> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Floats;
-  a.floats = std::move(v);
-  return a;
-}
-
-Attribute ints(std::vector<int64_t> v) { return ints_attribute(std::move(v)); }
-
 }  // namespace
 
 TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does") {
@@ -328,31 +319,25 @@ TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does"
   g.inputs = {info("x", DType::F32, std::vector<Dim>{Dim{3, ""}, Dim{2, ""}})};
   g.nodes.push_back(make_node("relu", "Relu", {"x"}, "r"));
   g.nodes.push_back(ml_node("scale", "Scaler", {"r"}, {"s"},
-                            {{"offset", floats({0.5f, 0})}, {"scale", floats({2, 1})}}));
-  Attribute labels;
-  labels.kind = Attribute::Kind::Strings;
-  labels.strings = {"a", "b", "c"};
+                            {{"offset", oat_test::attr_floats({0.5f, 0})}, {"scale", oat_test::attr_floats({2, 1})}}));
   g.nodes.push_back(ml_node("linear", "LinearClassifier", {"s"}, {"label", "p"},
-                            {{"coefficients", floats({1, 0, 0, 1, -1, -1})},
-                             {"intercepts", floats({0, 0, 0.5f})},
-                             {"classlabels_strings", labels},
+                            {{"coefficients", oat_test::attr_floats({1, 0, 0, 1, -1, -1})},
+                             {"intercepts", oat_test::attr_floats({0, 0, 0.5f})},
+                             {"classlabels_strings", oat_test::attr_strings({"a", "b", "c"})},
                              {"post_transform", string_attribute("SOFTMAX")}}));
   g.nodes.push_back(make_node("twice", "Mul", {"p", "two"}, "q"));
-  Attribute modes;
-  modes.kind = Attribute::Kind::Strings;
-  modes.strings = {"BRANCH_LEQ", "LEAF", "LEAF"};
   g.nodes.push_back(ml_node("tree", "TreeEnsembleRegressor", {"s"}, {"t"},
-                            {{"nodes_treeids", ints({0, 0, 0})},
-                             {"nodes_nodeids", ints({0, 1, 2})},
-                             {"nodes_featureids", ints({1, 0, 0})},
-                             {"nodes_values", floats({1, 0, 0})},
-                             {"nodes_modes", modes},
-                             {"nodes_truenodeids", ints({1, 0, 0})},
-                             {"nodes_falsenodeids", ints({2, 0, 0})},
-                             {"target_treeids", ints({0, 0})},
-                             {"target_nodeids", ints({1, 2})},
-                             {"target_ids", ints({0, 0})},
-                             {"target_weights", floats({-1, 1})}}));
+                            {{"nodes_treeids", ints_attribute({0, 0, 0})},
+                             {"nodes_nodeids", ints_attribute({0, 1, 2})},
+                             {"nodes_featureids", ints_attribute({1, 0, 0})},
+                             {"nodes_values", oat_test::attr_floats({1, 0, 0})},
+                             {"nodes_modes", oat_test::attr_strings({"BRANCH_LEQ", "LEAF", "LEAF"})},
+                             {"nodes_truenodeids", ints_attribute({1, 0, 0})},
+                             {"nodes_falsenodeids", ints_attribute({2, 0, 0})},
+                             {"target_treeids", ints_attribute({0, 0})},
+                             {"target_nodeids", ints_attribute({1, 2})},
+                             {"target_ids", ints_attribute({0, 0})},
+                             {"target_weights", oat_test::attr_floats({-1, 1})}}));
   g.initializers["two"] = Tensor::scalar(2.0f);
   for (const char* o : {"label", "q", "t"}) g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
   Executor cpu(g);

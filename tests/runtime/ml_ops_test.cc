@@ -37,13 +37,6 @@ S svec(const Tensor& t) {
   return S(t.data<std::string>(), t.data<std::string>() + t.numel());
 }
 
-Attribute attr_strs(S v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
-
 void close(const Tensor& t, const F& want, float tol = 1e-5f) {
   const F got = fvec(t);
   REQUIRE(got.size() == want.size());
@@ -141,7 +134,7 @@ TEST_CASE("FeatureVectorizer puts rows side by side, cut or zero-padded") {
 }
 
 TEST_CASE("LabelEncoder opset 1: classes_strings both ways, with defaults") {
-  const Attribute classes = attr_strs({"a", "b"});
+  const Attribute classes = attr_strings({"a", "b"});
   Tensor y = ml("LabelEncoder", {{"classes_strings", classes}}, {strs({3}, {"b", "z", "a"})}, 1, 1)[0];
   CHECK(ivec(y) == I{1, -1, 0});
   y = ml("LabelEncoder", {{"classes_strings", classes}, {"default_string", attr_s("?")}},
@@ -151,11 +144,11 @@ TEST_CASE("LabelEncoder opset 1: classes_strings both ways, with defaults") {
 
 TEST_CASE("LabelEncoder opset 2: keys to values of any kind; NaN matches NaN") {
   Tensor y = ml("LabelEncoder",
-                {{"keys_floats", attr_floats({0.5f, NAN})}, {"values_strings", attr_strs({"half", "nan"})},
+                {{"keys_floats", attr_floats({0.5f, NAN})}, {"values_strings", attr_strings({"half", "nan"})},
                  {"default_string", attr_s("-")}},
                 {fm({3}, {NAN, 0.5f, 2})}, 1, 2)[0];
   CHECK(svec(y) == S{"nan", "half", "-"});
-  y = ml("LabelEncoder", {{"keys_strings", attr_strs({"x", "y"})}, {"values_floats", attr_floats({1.5f, 2.5f})}},
+  y = ml("LabelEncoder", {{"keys_strings", attr_strings({"x", "y"})}, {"values_floats", attr_floats({1.5f, 2.5f})}},
          {strs({2, 1}, {"y", "q"})}, 1, 2)[0];
   CHECK(y.shape() == Shape{2, 1});
   const F f = fvec(y);
@@ -170,7 +163,7 @@ TEST_CASE("LabelEncoder opset 2: keys to values of any kind; NaN matches NaN") {
 }
 
 TEST_CASE("CategoryMapper maps strings to int64 and back") {
-  const std::map<std::string, Attribute> a = {{"cats_strings", attr_strs({"lo", "hi"})},
+  const std::map<std::string, Attribute> a = {{"cats_strings", attr_strings({"lo", "hi"})},
                                               {"cats_int64s", attr_ints({3, 9})},
                                               {"default_int64", attr_i(0)}};
   CHECK(ivec(ml("CategoryMapper", a, {strs({3}, {"hi", "mid", "lo"})})[0]) == I{9, 0, 3});
@@ -182,7 +175,7 @@ TEST_CASE("OneHotEncoder adds a category axis; zeros = 0 makes an unknown an err
                 {Tensor::from_vector<int64_t>({1, 3}, {1, 3, 5})})[0];
   CHECK(y.shape() == Shape{1, 3, 3});
   CHECK(fvec(y) == F{1, 0, 0, 0, 0, 1, 0, 0, 0});
-  y = ml("OneHotEncoder", {{"cats_strings", attr_strs({"a", "b"})}}, {strs({2}, {"b", "a"})})[0];
+  y = ml("OneHotEncoder", {{"cats_strings", attr_strings({"a", "b"})}}, {strs({2}, {"b", "a"})})[0];
   CHECK(fvec(y) == F{0, 1, 1, 0});
   CHECK_THROWS_WITH(ml("OneHotEncoder", {{"cats_int64s", attr_ints({1})}, {"zeros", attr_i(0)}},
                        {i64({2})}),
@@ -214,7 +207,7 @@ TEST_CASE("LinearClassifier: argmax labels, post-transformed scores, the binary 
   // one row of coefficients and two labels: label = s > 0 ? labels[1] : labels[0], Z = [1-s, s]
   out = ml("LinearClassifier",
            {{"coefficients", attr_floats({1, -1})}, {"intercepts", attr_floats({0})},
-            {"classlabels_strings", attr_strs({"no", "yes"})}, {"post_transform", attr_s("LOGISTIC")}},
+            {"classlabels_strings", attr_strings({"no", "yes"})}, {"post_transform", attr_s("LOGISTIC")}},
            {fm({2, 2}, {2, 1, 0, 1})}, 2);
   CHECK(svec(out[0]) == S{"yes", "no"});
   CHECK(out[1].shape() == Shape{2, 2});
@@ -274,7 +267,7 @@ TEST_CASE("SVMClassifier: one-vs-one votes and the linear mode") {
                     doctest::Contains("vectors_per_class counts more support vectors"));
   out = ml("SVMClassifier",
            {{"coefficients", attr_floats({1, 0, 0, 1})}, {"rho", attr_floats({0.5f})},
-            {"classlabels_strings", attr_strs({"a", "b"})}},
+            {"classlabels_strings", attr_strings({"a", "b"})}},
            {fm({1, 2}, {1, 3})}, 2);
   CHECK(fvec(out[1]) == F{1.5f, 3.5f});
   CHECK(svec(out[0]) == S{"b"});
@@ -290,7 +283,7 @@ std::map<std::string, Attribute> stump(const std::string& prefix, const std::str
           {"nodes_nodeids", attr_ints({0, 1, 2})},
           {"nodes_featureids", attr_ints({0, 0, 0})},
           {"nodes_values", attr_floats({v, 0, 0})},
-          {"nodes_modes", attr_strs({mode, "LEAF", "LEAF"})},
+          {"nodes_modes", attr_strings({mode, "LEAF", "LEAF"})},
           {"nodes_truenodeids", attr_ints({1, 0, 0})},
           {"nodes_falsenodeids", attr_ints({2, 0, 0})},
           {"nodes_missing_value_tracks_true", attr_ints({tracks, 0, 0})},
@@ -325,7 +318,7 @@ TEST_CASE("TreeEnsembleRegressor: branch modes, missing values, aggregates, base
   cat_ints("nodes_nodeids", {0, 1, 2});
   cat_ints("nodes_featureids", {1, 0, 0});
   two["nodes_values"] = attr_floats({0.5f, 0, 0, 0, 0, 0});
-  two["nodes_modes"] = attr_strs({"BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_GT", "LEAF", "LEAF"});
+  two["nodes_modes"] = attr_strings({"BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_GT", "LEAF", "LEAF"});
   cat_ints("nodes_truenodeids", {1, 0, 0});
   cat_ints("nodes_falsenodeids", {2, 0, 0});
   two["nodes_missing_value_tracks_true"] = attr_ints({0, 0, 0, 0, 0, 0});
@@ -350,7 +343,7 @@ TEST_CASE("TreeEnsembleClassifier: multiclass argmax, binary LOGISTIC as gradien
   // three classes: the stump's true leaf votes class 2 (weight 1), the false leaf class 0 (0.5)
   auto a = stump("class", "BRANCH_LEQ", 0.5f, 1, 0.5f);
   a["class_ids"] = attr_ints({2, 0});
-  a["classlabels_strings"] = attr_strs({"r", "g", "b"});
+  a["classlabels_strings"] = attr_strings({"r", "g", "b"});
   auto out = ml("TreeEnsembleClassifier", a, {fm({2, 1}, {0, 1})}, 2);
   CHECK(svec(out[0]) == S{"b", "r"});
   CHECK(fvec(out[1]) == F{0, 0, 1, 0.5f, 0, 0});
@@ -377,7 +370,7 @@ TEST_CASE("tree ensembles refuse malformed trees, naming the node") {
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}),
                     doctest::Contains("node (tree 0, node 0) branches to node 7, which tree 0 does not have"));
   a = stump("target", "BRANCH_LEQ", 0.5f, 1, 2);
-  a["nodes_modes"] = attr_strs({"BRANCH_LEQ", "BRANCH_LEQ", "LEAF"});
+  a["nodes_modes"] = attr_strings({"BRANCH_LEQ", "BRANCH_LEQ", "LEAF"});
   a["nodes_truenodeids"] = attr_ints({1, 0, 0});
   a["nodes_falsenodeids"] = attr_ints({2, 2, 0});  // node 1 points back at the root
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}), doctest::Contains("tree 0"));
@@ -390,7 +383,7 @@ TEST_CASE("tree ensembles refuse malformed trees, naming the node") {
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}),
                     doctest::Contains("reads feature 4611686018427387904"));
   a = stump("target", "BRANCH_LEQ", 0.5f, 1, 2);
-  a["nodes_modes"] = attr_strs({"BRANCH_MAYBE", "LEAF", "LEAF"});
+  a["nodes_modes"] = attr_strings({"BRANCH_MAYBE", "LEAF", "LEAF"});
   CHECK_THROWS_WITH(ml("TreeEnsembleRegressor", a, {fm({1, 1}, {0})}),
                     doctest::Contains("nodes_modes holds \"BRANCH_MAYBE\""));
 }

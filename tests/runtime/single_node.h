@@ -43,6 +43,12 @@ inline Attribute attr_floats(std::vector<float> v) {
   a.floats = std::move(v);
   return a;
 }
+inline Attribute attr_strings(std::vector<std::string> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Strings;
+  a.strings = std::move(v);
+  return a;
+}
 inline Attribute attr_t(Tensor t) {
   Attribute a;
   a.kind = Attribute::Kind::Tensor;

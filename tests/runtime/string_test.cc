@@ -39,13 +39,6 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-Attribute attr_strings(S v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Strings;
-  a.strings = std::move(v);
-  return a;
-}
-
 bool has_utf8_locale() {
   locale_t l = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
   if (l) freelocale(l);

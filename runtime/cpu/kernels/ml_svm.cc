@@ -110,6 +110,8 @@ class SvmRegressorKernel : public OpKernel {
       if (sv_.size() % static_cast<size_t>(n_supports_) != 0)
         bad(cat("support_vectors has ", sv_.size(), " values, not a multiple of n_supports ",
                 n_supports_));
+    } else {
+      svm_.kernel = SvmKernel::Linear;  // no support vectors: x·coefficients + rho, as ONNX Runtime
     }
   }
   void compute(KernelContext& ctx) override {
@@ -130,9 +132,7 @@ class SvmRegressorKernel : public OpKernel {
           acc += coef_[static_cast<size_t>(j)] * svm_.apply(xi, sv_.data() + j * r.c, r.c);
         s = static_cast<float>(acc);
       } else {
-        SvmCommon linear = svm_;
-        linear.kernel = SvmKernel::Linear;
-        s = linear.apply(xi, coef_.data(), r.c, rho_[0]);
+        s = svm_.apply(xi, coef_.data(), r.c, rho_[0]);  // the linear kernel (constructor)
       }
       out[i] = one_class_ ? (s > 0 ? 1.0f : -1.0f) : s;
     }

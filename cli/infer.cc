@@ -64,14 +64,21 @@ int run_infer(const InferOptions& o) {
   std::map<std::string, Tensor> feeds = bind_input_files(o.inputs, model.graph, "input", true);
   // A float file for an input of another float type (float32 data for a converted float16
   // model) is rounded to the declared type, with a note; ONNX Runtime would ask the caller to.
+  // So are a map's float values (onnx.numpy_helper.from_dict writes Python floats as float64).
   for (const auto& v : model.graph.inputs) {
     auto it = feeds.find(v.name);
-    if (it == feeds.end() || !is_floating(v.dtype) || !is_floating(it->second.dtype()) ||
+    const bool tensor = it != feeds.end() && it->second.is_tensor() && v.kind == ValueKind::Tensor;
+    const bool map = it != feeds.end() && it->second.kind() == ValueKind::Map &&
+                     v.kind == ValueKind::Map;
+    if ((!tensor && !map) || !is_floating(v.dtype) || !is_floating(it->second.dtype()) ||
         v.dtype == it->second.dtype())
       continue;
-    std::cerr << "note: input '" << v.name << "' given as " << dtype_name(it->second.dtype())
-              << ", rounded to the model's " << dtype_name(v.dtype) << "\n";
-    it->second = cast_tensor(it->second, v.dtype);
+    std::cerr << "note: " << (map ? "the values of map input '" : "input '") << v.name
+              << "' given as " << dtype_name(it->second.dtype()) << ", rounded to the model's "
+              << dtype_name(v.dtype) << "\n";
+    it->second = map ? Tensor::map(it->second.map_keys(),
+                                   cast_tensor(it->second.map_values(), v.dtype))
+                     : cast_tensor(it->second, v.dtype);
   }
   exec.validate_feeds(feeds);
 

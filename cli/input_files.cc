@@ -26,13 +26,19 @@ std::map<std::string, Tensor> bind_input_files(const std::vector<std::string>& s
       file = spec.substr(eq + 1);
       if (name.empty()) throw Error(cat(what, " '", spec, "': empty name before '='"));
     }
-    // A sequence or optional input (NAME=FILE) is read as its SequenceProto / OptionalProto.
+    // A sequence, optional or map input (NAME=FILE) is read as its SequenceProto / OptionalProto /
+    // MapProto.
     ValueKind kind = ValueKind::Tensor;
+    DType declared_value = DType::Undefined;
     for (const auto& v : g.inputs)
-      if (v.name == name) kind = v.kind;
+      if (v.name == name) kind = v.kind, declared_value = v.dtype;
     onnx_loader::NamedTensor nt = kind == ValueKind::Tensor
                                       ? onnx_loader::read_tensor_file(file)
                                       : onnx_loader::read_value_pb(file, kind);
+    // An empty map's file holds no value, so no value type: it takes the declared one.
+    if (nt.tensor.kind() == ValueKind::Map && nt.tensor.dtype() == DType::Undefined &&
+        declared_value != DType::Undefined)
+      nt.tensor = Tensor::map(nt.tensor.map_keys(), Tensor(declared_value, {0}));
     if (name.empty()) {
       unnamed.emplace_back(file, std::move(nt));
       continue;

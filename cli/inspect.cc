@@ -72,10 +72,14 @@ nlohmann::json dims_json(const ValueInfo& v) {
 }
 
 nlohmann::json value_json(const ValueInfo& v) {
-  return {{"name", v.name},
-          {"dtype", dtype_name(v.dtype)},
-          {"shape", v.shape_string()},
-          {"dims", dims_json(v)}};
+  nlohmann::json j = {{"name", v.name},
+                      {"dtype", dtype_name(v.dtype)},
+                      {"shape", v.shape_string()},
+                      {"dims", dims_json(v)}};
+  // a sequence, optional or map: its whole type ("sequence(map(string, float32))"); dtype is
+  // then its element's (a map's value) type
+  if (v.kind != ValueKind::Tensor) j["type"] = v.type_string();
+  return j;
 }
 
 // The plan --precision asks for; nullopt without it. Errors name the model.

@@ -9,6 +9,7 @@
 #include "convert/value_types.h"
 #include "onnx_loader/model.h"
 #include "runtime/executor.h"
+#include "runtime/value_numbers.h"
 
 namespace oat::convert {
 
@@ -249,6 +250,19 @@ std::map<std::string, Tensor> adapt_feeds(const Graph& g,
 }
 
 OutputDeviation deviation(const std::string& name, const Tensor& got, const Tensor& ref) {
+  if (!got.is_tensor() || !ref.is_tensor()) {
+    // A sequence of maps (ZipMap's) or a map: the keys must be the FP32 model's, exactly; the
+    // values deviate as numbers (no top-1: a map has no class axis).
+    const Tensor g = flat_values(got), r = flat_values(ref);
+    OutputDeviation d;
+    if (!same_keys(got, ref) || !g.defined() || !r.defined() || g.numel() != r.numel()) {
+      d.name = name;
+      d.max_abs = d.rel = std::numeric_limits<double>::infinity();
+      return d;
+    }
+    d = deviation(name, g, r);
+    return d;
+  }
   if (got.shape() != ref.shape())
     throw Error(cat("output '", name, "': the converted model gives shape ", shape_str(got.shape()),
                     ", the FP32 model ", shape_str(ref.shape())));

@@ -144,6 +144,11 @@ std::vector<DType> ml_output_types(const Node& n, DType x, std::vector<DType> ou
   } else if (op == "LinearClassifier" || op == "SVMClassifier" || op == "TreeEnsembleClassifier") {
     set(0, has("classlabels_strings") ? DType::String : DType::I64);
     set(1, DType::F32);
+  } else if (op == "ZipMap") {  // sequence(map(label, float)): its value type
+    set(0, DType::F32);
+  } else if (op == "CastMap") {
+    const std::string to = n.attr_string("cast_to", "TO_FLOAT");
+    set(0, to == "TO_STRING" ? DType::String : to == "TO_INT64" ? DType::I64 : DType::F32);
   } else if (op == "CategoryMapper" || (op == "LabelEncoder" && n.opset < 2)) {
     set(0, flip);
   } else if (op == "LabelEncoder") {

@@ -10,11 +10,17 @@ namespace oat::onnx_loader {
 
 void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p) {
   p->set_name(v.name);
-  if (v.kind != ValueKind::Tensor) {  // sequence(tensor), optional(tensor | sequence(tensor))
+  if (v.kind != ValueKind::Tensor) {
+    // sequence(tensor | map), optional(tensor | sequence(tensor)), map(key, tensor)
     onnx::TypeProto* t = p->mutable_type();
     if (v.kind == ValueKind::Optional) t = t->mutable_optional_type()->mutable_elem_type();
     if (v.kind == ValueKind::Sequence || v.inner == ValueKind::Sequence)
       t = t->mutable_sequence_type()->mutable_elem_type();
+    if (v.kind == ValueKind::Map || (v.kind == ValueKind::Sequence && v.inner == ValueKind::Map)) {
+      auto* m = t->mutable_map_type();
+      if (v.key != DType::Undefined) m->set_key_type(dtype_to_onnx(v.key));
+      t = m->mutable_value_type();
+    }
     if (v.dtype != DType::Undefined)
       t->mutable_tensor_type()->set_elem_type(dtype_to_onnx(v.dtype));
     else

@@ -17,6 +17,7 @@
 #include "onnx_loader/isolated_inference.h"
 #include "onnx_loader/proto_convert.h"
 #include "onnx_loader/tensor_io.h"
+#include "runtime/ops.h"
 #include "runtime/shape_fold.h"
 
 namespace oat::onnx_loader {
@@ -62,6 +63,33 @@ onnx::ModelProto inference_copy(onnx::ModelProto& proto) {
     *c->mutable_dims() = t.dims();
   }
   return copy;
+}
+
+bool has_map(const onnx::TypeProto& t) {
+  if (t.has_map_type()) return true;
+  if (t.has_sequence_type()) return has_map(t.sequence_type().elem_type());
+  if (t.has_optional_type()) return has_map(t.optional_type().elem_type());
+  return false;
+}
+
+bool is_zipmap(const std::string& domain, const std::string& op) {
+  return domain == kMlDomain && op == "ZipMap";
+}
+
+// libonnx 1.12's shape inference has no case for maps: ZipMap's inferred sequence(map) output
+// fails the whole graph's inference ("type case unsupported for symbolic shape inference.
+// inferred=5"). The inference copy leaves ZipMap out (it is the one op that makes maps; what it
+// makes is typed by its declaration and by convert/value_types.cc), and map-typed outputs and
+// value_info untyped or dropped.
+void hide_maps(onnx::GraphProto* g) {
+  auto* nodes = g->mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i)
+    if (is_zipmap(nodes->Get(i).domain(), nodes->Get(i).op_type())) nodes->DeleteSubrange(i, 1);
+  for (auto& o : *g->mutable_output())
+    if (has_map(o.type())) o.clear_type();
+  auto* vi = g->mutable_value_info();
+  for (int i = vi->size() - 1; i >= 0; --i)
+    if (has_map(vi->Get(i).type())) vi->DeleteSubrange(i, 1);
 }
 
 // libonnx's shape inference divides by strides and uses kernel sizes and dilations as counts
@@ -192,6 +220,7 @@ void infer_shapes(onnx::ModelProto& proto, Model& model) {
     }
   onnx::ModelProto copy = inference_copy(proto);
   sort_nodes(copy.mutable_graph());
+  hide_maps(copy.mutable_graph());
   // Before IR 4 libonnx types initializers only through graph inputs; a model that declares an
   // older IR but leaves them out (as we accept) would reach it with untyped values (SIGSEGV).
   if (copy.ir_version() < 4) copy.set_ir_version(4);
@@ -272,8 +301,8 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
     if (!in.has_type()) continue;
     const auto& type = in.type();
     std::string what;
-    // Sequences of tensors and optionals of tensors or sequences run (the sequence ops); their
-    // element types must be ones the runtime stores.
+    // Sequences of tensors or maps, maps and optionals of tensors or sequences run (the
+    // sequence, optional and map ops); their element types must be ones the runtime stores.
     auto stored = [](const onnx::TypeProto& t) {
       if (!t.has_tensor_type()) return false;
       try {
@@ -283,18 +312,32 @@ Model convert(std::shared_ptr<ModelProtoHandle> handle, const std::string& name,
         return false;
       }
     };
-    auto sequence_ok = [&](const onnx::TypeProto& t) {
-      return t.has_sequence_type() && stored(t.sequence_type().elem_type());
+    // map(integer | string, tensor of a stored type): what DictVectorizer and CastMap read.
+    auto map_ok = [&](const onnx::TypeProto& t) {
+      if (!t.has_map_type() || !stored(t.map_type().value_type())) return false;
+      const int32_t k = t.map_type().key_type();
+      try {
+        const DType key = dtype_from_onnx(k, "");
+        return key == DType::String || is_integer(key);
+      } catch (const Error&) {
+        return false;
+      }
     };
-    if (type.has_sequence_type() || type.has_optional_type()) {
+    auto sequence_ok = [&](const onnx::TypeProto& t) {
+      return t.has_sequence_type() && (stored(t.sequence_type().elem_type()) ||
+                                       map_ok(t.sequence_type().elem_type()));
+    };
+    if (type.has_map_type()) {
+      if (!map_ok(type)) what = "a map of an unsupported key or value type";
+    } else if (type.has_sequence_type() || type.has_optional_type()) {
       const bool ok = type.has_sequence_type() ? sequence_ok(type)
                                                : stored(type.optional_type().elem_type()) ||
                                                      sequence_ok(type.optional_type().elem_type());
       if (!ok)
-        what = type.has_sequence_type() ? "a sequence of non-tensors or of an unsupported type"
+        what = type.has_sequence_type() ? "a sequence of sequences or of an unsupported type"
                                         : "an optional of an unsupported type";
     } else if (!type.has_tensor_type())
-      what = type.has_map_type() ? "a map" : "not a tensor";
+      what = "not a tensor";
     else if (type.tensor_type().elem_type() != 0 && in.name().size() &&
              !m.graph.initializers.count(in.name())) {
       try {
@@ -327,10 +370,18 @@ void refine_shapes(Graph& g) {
   constexpr size_t kKeepBytes = size_t{1} << 20;
   Graph light;
   light.name = g.name;
-  light.nodes = g.nodes;
+  for (const Node& n : g.nodes)  // ZipMap stays out, as in the loader's copy (hide_maps)
+    if (!is_zipmap(n.domain, n.op_type)) light.nodes.push_back(n);
   light.inputs = g.inputs;
-  light.outputs = g.outputs;
   light.value_info = g.value_info;  // what is known: inference starts from it and refines it
+  // Maps (ZipMap's output) stay out: libonnx 1.12 cannot infer their types (hide_maps).
+  auto map_typed = [](const ValueInfo& v) {
+    return v.kind == ValueKind::Map || (v.kind == ValueKind::Sequence && v.inner == ValueKind::Map);
+  };
+  for (const ValueInfo& v : g.outputs)
+    if (!map_typed(v)) light.outputs.push_back(v);
+  for (auto it = light.value_info.begin(); it != light.value_info.end();)
+    it = map_typed(it->second) ? light.value_info.erase(it) : std::next(it);
   for (const auto& [name, t] : g.initializers) {
     if (t.defined() && t.nbytes() <= kKeepBytes) {
       light.initializers[name] = t;
@@ -613,6 +664,7 @@ void check_strictly(onnx::ModelProto& proto, const std::string& out_path) {
   if (std::string why = libonnx_unsafe(proto.graph(), default_opset(proto)); !why.empty())
     throw Error(cat(out_path, ": not written, ", why));
   onnx::ModelProto copy = inference_copy(proto);
+  hide_maps(copy.mutable_graph());
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1,
                                      /*enable_data_propagation=*/false};

@@ -291,7 +291,7 @@ ValueInfo value_info_from_proto(const onnx::ValueInfoProto& v) {
   ValueInfo r;
   r.name = v.name();
   if (!v.has_type()) return r;
-  // sequence(tensor), optional(tensor), optional(sequence(tensor)): kind and element type.
+  // sequence(tensor | map), optional(tensor), optional(sequence(tensor)), map: kind and types.
   auto element_type = [&](const onnx::TypeProto& t) {
     if (!t.has_tensor_type() || t.tensor_type().elem_type() == 0) return DType::Undefined;
     try {
@@ -300,9 +300,30 @@ ValueInfo value_info_from_proto(const onnx::ValueInfoProto& v) {
       return DType::Undefined;
     }
   };
+  // map(key, tensor): the key and value types (a key type the runtime does not store stays
+  // Undefined and is reported by the loader).
+  auto map_types = [&](const onnx::TypeProto::Map& m) {
+    try {
+      r.key = dtype_from_onnx(m.key_type(), v.name());
+    } catch (const Error&) {
+      r.key = DType::Undefined;
+    }
+    r.dtype = element_type(m.value_type());
+  };
+  if (v.type().has_map_type()) {
+    r.kind = ValueKind::Map;
+    map_types(v.type().map_type());
+    return r;
+  }
   if (v.type().has_sequence_type()) {
     r.kind = ValueKind::Sequence;
-    r.dtype = element_type(v.type().sequence_type().elem_type());
+    const auto& e = v.type().sequence_type().elem_type();
+    if (e.has_map_type()) {
+      r.inner = ValueKind::Map;
+      map_types(e.map_type());
+      return r;
+    }
+    r.dtype = element_type(e);
     return r;
   }
   if (v.type().has_optional_type()) {

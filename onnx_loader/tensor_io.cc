@@ -107,10 +107,20 @@ void write_tensor_pb(const Tensor& t, const std::string& name, const std::string
 
 namespace {
 
+Tensor map_from_proto(const onnx::MapProto& p, const std::string& dir);
+
 Tensor sequence_from_proto(const onnx::SequenceProto& p, const std::string& dir) {
+  if (p.elem_type() == onnx::SequenceProto::MAP) {  // sequence(map): what ZipMap writes
+    std::vector<Tensor> items;
+    for (const auto& m : p.map_values()) items.push_back(map_from_proto(m, dir));
+    if (items.empty())
+      throw Error("an empty sequence of maps has no key and value types; give it one map");
+    const DType key = items.front().key_dtype(), value = items.front().dtype();
+    return Tensor::map_sequence(key, value, std::move(items));
+  }
   if (p.elem_type() != onnx::SequenceProto::TENSOR &&
       p.elem_type() != onnx::SequenceProto::UNDEFINED)
-    throw Unsupported("a sequence of non-tensors (sequences, maps, optionals) is not supported",
+    throw Unsupported("a sequence of sequences, optionals or sparse tensors is not supported",
                       "sequence of non-tensors");
   std::vector<Tensor> items;
   for (const auto& t : p.tensor_values()) items.push_back(tensor_from_proto(t, dir));
@@ -118,8 +128,81 @@ Tensor sequence_from_proto(const onnx::SequenceProto& p, const std::string& dir)
   return Tensor::sequence(elem, std::move(items));
 }
 
+// MapProto: key_type, keys (integers) or string_keys, and values, a SequenceProto of tensors:
+// one scalar per key (onnx.numpy_helper.from_dict's form) or one tensor of all the values.
+Tensor map_from_proto(const onnx::MapProto& p, const std::string& dir) {
+  const DType key = dtype_from_onnx(p.key_type(), cat("map '", p.name(), "' key"));
+  if (key != DType::String && !is_integer(key))
+    throw Error(cat("map '", p.name(), "': keys of type ", dtype_name(key),
+                    " (ONNX map keys are integers or strings)"));
+  const int64_t n = key == DType::String ? p.string_keys_size() : p.keys_size();
+  Tensor keys(key == DType::String ? DType::String : DType::I64, {n});
+  if (key == DType::String)
+    for (int64_t i = 0; i < n; ++i) keys.data<std::string>()[i] = p.string_keys(static_cast<int>(i));
+  else
+    for (int64_t i = 0; i < n; ++i) keys.data<int64_t>()[i] = p.keys(static_cast<int>(i));
+  if (p.values().elem_type() != onnx::SequenceProto::TENSOR &&
+      p.values().elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw Unsupported(cat("map '", p.name(), "': values that are not tensors are not supported"),
+                      "map of non-tensors");
+  std::vector<Tensor> parts;
+  for (const auto& t : p.values().tensor_values()) parts.push_back(tensor_from_proto(t, dir));
+  int64_t count = 0;
+  for (const Tensor& t : parts) {
+    if (t.dtype() != parts.front().dtype())
+      throw Error(cat("map '", p.name(), "': values of types ", dtype_name(parts.front().dtype()),
+                      " and ", dtype_name(t.dtype())));
+    count += t.numel();
+  }
+  if (count != n || (parts.size() != 1 && parts.size() != static_cast<size_t>(n)))
+    throw Error(cat("map '", p.name(), "': ", n, " keys and ", count, " values in ", parts.size(),
+                    " tensors (one scalar per key, or one tensor of all the values)"));
+  if (parts.empty()) return Tensor::map(std::move(keys), Tensor());  // empty: typed by the reader
+  Tensor values(parts.front().dtype(), {n});
+  int64_t at = 0;
+  for (const Tensor& t : parts) {
+    if (t.dtype() == DType::String)
+      std::copy(t.data<std::string>(), t.data<std::string>() + t.numel(),
+                values.data<std::string>() + at);
+    else if (t.nbytes())
+      std::memcpy(static_cast<char*>(values.raw_data()) + at * dtype_size(t.dtype()),
+                  t.raw_data(), t.nbytes());
+    at += t.numel();
+  }
+  if (key != DType::String && key != DType::I64) keys = cast_tensor(keys, key);
+  return Tensor::map(std::move(keys), std::move(values));
+}
+
+// One scalar tensor per value, as onnx.numpy_helper.from_dict writes (and to_dict reads).
+void map_to_proto(const Tensor& m, const std::string& name, onnx::MapProto* p) {
+  p->set_name(name);
+  p->set_key_type(dtype_to_onnx(m.key_dtype()));
+  const Tensor& keys = m.map_keys();
+  const Tensor& values = m.map_values();
+  if (keys.dtype() == DType::String)
+    for (int64_t i = 0; i < keys.numel(); ++i) p->add_string_keys(keys.data<std::string>()[i]);
+  else
+    for (int64_t k : keys.to_int_vector()) p->add_keys(k);
+  auto* seq = p->mutable_values();
+  seq->set_elem_type(onnx::SequenceProto::TENSOR);
+  const size_t b = values.dtype() == DType::String ? 0 : dtype_size(values.dtype());
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    Tensor one(values.dtype(), {});
+    if (values.dtype() == DType::String)
+      one.data<std::string>()[0] = values.data<std::string>()[i];
+    else
+      std::memcpy(one.raw_data(), static_cast<const char*>(values.raw_data()) + i * b, b);
+    tensor_to_proto(one, "", seq->add_tensor_values());
+  }
+}
+
 void sequence_to_proto(const Tensor& s, const std::string& name, onnx::SequenceProto* p) {
   p->set_name(name);
+  if (s.inner_kind() == ValueKind::Map) {
+    p->set_elem_type(onnx::SequenceProto::MAP);
+    for (const Tensor& m : s.items()) map_to_proto(m, "", p->add_map_values());
+    return;
+  }
   p->set_elem_type(onnx::SequenceProto::TENSOR);
   for (const Tensor& t : s.items()) tensor_to_proto(t, "", p->add_tensor_values());
 }
@@ -135,6 +218,11 @@ NamedTensor read_value_pb(const std::string& path, ValueKind kind) {
       onnx::SequenceProto p;
       if (!p.ParseFromString(bytes)) throw Error("not a SequenceProto (.pb) file");
       return {p.name(), sequence_from_proto(p, dir)};
+    }
+    if (kind == ValueKind::Map) {
+      onnx::MapProto p;
+      if (!p.ParseFromString(bytes)) throw Error("not a MapProto (.pb) file");
+      return {p.name(), map_from_proto(p, dir)};
     }
     onnx::OptionalProto p;
     if (!p.ParseFromString(bytes)) throw Error("not an OptionalProto (.pb) file");
@@ -169,6 +257,10 @@ void write_value_pb(const Tensor& v, const std::string& name, const std::string&
   if (v.kind() == ValueKind::Sequence) {
     onnx::SequenceProto p;
     sequence_to_proto(v, name, &p);
+    ok = p.SerializeToString(&bytes);
+  } else if (v.kind() == ValueKind::Map) {
+    onnx::MapProto p;
+    map_to_proto(v, name, &p);
     ok = p.SerializeToString(&bytes);
   } else {
     onnx::OptionalProto p;

@@ -18,10 +18,12 @@ NamedTensor read_tensor_pb(const std::string& path);
 void write_tensor_pb(const Tensor& t, const std::string& name, const std::string& path);
 
 // A value file of ONNX's test-data layout for `kind`: TensorProto (a tensor), SequenceProto of
-// tensors (a sequence), OptionalProto of a tensor or such a sequence (an optional). An empty
-// sequence has no element type (Undefined). Throws Error naming the file.
+// tensors or of maps (a sequence), MapProto (a map: integer or string keys, its values one
+// scalar tensor per key as onnx.numpy_helper.from_dict writes, or one tensor of them all),
+// OptionalProto of a tensor or such a sequence (an optional). An empty sequence of tensors has
+// no element type (Undefined). Throws Error naming the file.
 NamedTensor read_value_pb(const std::string& path, ValueKind kind);
-// Writes any value (tensor, sequence, optional) as its proto, atomically.
+// Writes any value (tensor, sequence, map, optional) as its proto, atomically.
 void write_value_pb(const Tensor& v, const std::string& name, const std::string& path);
 
 // NumPy .npy (format 1.0-3.0, little-endian, C order; dtypes f2 f4 f8 i1 i4 i8 u1 b1). Reading

@@ -36,10 +36,12 @@ struct Executor::Step {
 
 namespace {
 
-// The ops that take sequences and optionals as inputs (the sequence ops check which of their
-// inputs may be one); every other op is given tensors only.
+// The ops that take sequences, optionals or maps as inputs (the sequence ops check which of their
+// inputs may be one, DictVectorizer and CastMap that theirs is a map); every other op is given
+// tensors only.
 bool takes_non_tensors(OpId op) {
-  return op == OpId::Identity || op == OpId::If || op == OpId::Loop || is_sequence_op(op);
+  return op == OpId::Identity || op == OpId::If || op == OpId::Loop || is_sequence_op(op) ||
+         op == OpId::DictVectorizer || op == OpId::CastMap;
 }
 
 // The default ONNX domain, and the internal domain of gradient ops.
@@ -49,16 +51,8 @@ bool domain_is_default(const std::string& d) {
 
 std::string unsupported_reason(const Node& node, Device device, const KernelRegistry& reg) {
   if (is_composite(node)) return "";  // runs as its expansion (runtime/composite.h)
-  if (node.domain == kMlDomain && node.op == OpId::Unknown) {
-    // ZipMap, DictVectorizer, CastMap read or write maps, which this runtime does not store.
-    if (node.op_type == "ZipMap" || node.op_type == "DictVectorizer" || node.op_type == "CastMap")
-      return cat("op ", node.op_type, " in domain '", node.domain,
-                 "' is not supported: it reads or writes maps, which this runtime does not store",
-                 node.op_type == "ZipMap"
-                     ? " (export the classifier without it: skl2onnx's options {'zipmap': False})"
-                     : "");
+  if (node.domain == kMlDomain && node.op == OpId::Unknown)
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
-  }
   if (!domain_is_default(node.domain) && node.domain != kMlDomain)
     return cat("op ", node.op_type, " in domain '", node.domain, "' is not supported");
   const bool control_flow = node_has_subgraph(node);
@@ -303,15 +297,22 @@ void Executor::validate_feeds(const std::map<std::string, Tensor>& feeds) const 
     // (an input declared without a type takes any value; one declared optional(X) also takes a
     // plain X, as a Loop body's optional carried value after its first iteration)
     const bool typed = v.dtype != DType::Undefined || v.kind != ValueKind::Tensor;
+    // (a sequence's items and a map's key type are checked too: sequence(map) is not
+    // sequence(tensor), map(int64, ...) not map(string, ...))
     const bool kind_ok =
         v.kind == ValueKind::Optional
             ? (t.kind() == ValueKind::Optional ? t.inner_kind() == v.inner : t.kind() == v.inner)
+        : v.kind == ValueKind::Sequence
+            ? t.kind() == v.kind && (t.inner_kind() == v.inner || t.items().empty())
             : t.kind() == v.kind;
     if (typed && !kind_ok)
       throw Error(cat("input '", v.name, "' is a ", t.describe(), ", expected a ",
-                      v.kind == ValueKind::Optional
-                          ? cat("optional(", value_kind_name(v.inner), ")")
-                          : std::string(value_kind_name(v.kind))));
+                      v.kind == ValueKind::Optional ? cat("optional(", value_kind_name(v.inner), ")")
+                      : v.kind == ValueKind::Tensor ? std::string("tensor")
+                                                    : v.type_string()));
+    if (typed && v.key != DType::Undefined && t.key_dtype() != v.key && !t.items().empty())
+      throw Error(cat("input '", v.name, "' is a ", t.describe(), ", expected a ",
+                      v.type_string()));
     if (v.dtype != DType::Undefined && t.dtype() != v.dtype &&
         !(t.kind() != ValueKind::Tensor && t.dtype() == DType::Undefined))
       throw Error(cat("input '", v.name, "' has dtype ", dtype_name(t.dtype()), ", expected ",

@@ -69,7 +69,10 @@ std::string ValueInfo::type_string() const {
   const std::string elem = dtype_name(dtype);
   switch (kind) {
     case ValueKind::Sequence:
+      if (inner == ValueKind::Map) return cat("sequence(map(", dtype_name(key), ", ", elem, "))");
       return cat("sequence(", elem, ")");
+    case ValueKind::Map:
+      return cat("map(", dtype_name(key), ", ", elem, ")");
     case ValueKind::Optional:
       return inner == ValueKind::Sequence ? cat("optional(sequence(", elem, "))")
                                           : cat("optional(", elem, ")");

@@ -55,12 +55,16 @@ struct Dim {
 
 struct ValueInfo {
   std::string name;
-  DType dtype = DType::Undefined;  // a tensor's type; a sequence's or optional's element type
+  // a tensor's type; a sequence's or optional's element type; a map's value type
+  DType dtype = DType::Undefined;
   std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown (always for non-tensors)
-  ValueKind kind = ValueKind::Tensor;     // sequence(tensor), optional(tensor | sequence)
-  ValueKind inner = ValueKind::Tensor;    // an optional's element kind
-  std::string shape_string() const;       // "[batch, 3, 224, 224]" or "?"
-  // "float32 [batch, 3, 224, 224]", "sequence(int64)", "optional(sequence(float32))"
+  // sequence(tensor | map), optional(tensor | sequence), map
+  ValueKind kind = ValueKind::Tensor;
+  ValueKind inner = ValueKind::Tensor;  // an optional's element kind; a sequence's item kind
+  DType key = DType::Undefined;         // map(key, dtype), sequence(map(key, dtype))
+  std::string shape_string() const;     // "[batch, 3, 224, 224]" or "?"
+  // "float32 [batch, 3, 224, 224]", "sequence(int64)", "optional(sequence(float32))",
+  // "map(string, float32)", "sequence(map(int64, float32))"
   std::string type_string() const;
 };
 

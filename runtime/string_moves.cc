@@ -13,7 +13,9 @@ bool takes_strings(OpId op) {
     case OpId::StringNormalizer:
     case OpId::TfIdfVectorizer:
     // ai.onnx.ml: string categories in (kernels/ml_encoders.cc), string columns picked
-    // (kernels/ml_features.cc)
+    // (kernels/ml_features.cc), maps of strings read (kernels/ml_maps.cc)
+    case OpId::DictVectorizer:
+    case OpId::CastMap:
     case OpId::LabelEncoder:
     case OpId::CategoryMapper:
     case OpId::OneHotEncoder:

@@ -1,7 +1,10 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "runtime/cuda/device.h"
@@ -94,13 +97,19 @@ const char* value_kind_name(ValueKind k) {
       return "sequence";
     case ValueKind::Optional:
       return "optional";
+    case ValueKind::Map:
+      return "map";
   }
   return "?";
 }
 
 Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  if (!items.empty() && items.front().kind() == ValueKind::Map) {
+    const DType key = items.front().key_dtype();
+    return map_sequence(key, elem, std::move(items));
+  }
   for (const Tensor& t : items) {
-    if (!t.is_tensor()) throw Error(cat("a sequence holds tensors, not a ", t.describe()));
+    if (!t.is_tensor()) throw Error(cat("a sequence holds tensors or maps, not a ", t.describe()));
     if (t.dtype() != elem)
       throw Error(cat("a sequence of ", dtype_name(elem), " cannot hold a tensor of ",
                       dtype_name(t.dtype())));
@@ -111,6 +120,90 @@ Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
   r.shape_ = {0};
   r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
   return r;
+}
+
+Tensor Tensor::map_sequence(DType key, DType value, std::vector<Tensor> items) {
+  for (const Tensor& t : items)
+    if (t.kind() != ValueKind::Map || t.key_dtype() != key || t.dtype() != value)
+      throw Error(cat("a sequence(map(", dtype_name(key), ", ", dtype_name(value),
+                      ")) cannot hold a ", t.describe()));
+  Tensor r;
+  r.kind_ = ValueKind::Sequence;
+  r.inner_ = ValueKind::Map;
+  r.key_ = key;
+  r.dtype_ = value;
+  r.shape_ = {0};
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return r;
+}
+
+namespace {
+
+// Element i of a host tensor copied to element j of another of the same dtype.
+void copy_element(const Tensor& from, int64_t i, Tensor& to, int64_t j) {
+  if (from.dtype() == DType::String) {
+    to.data<std::string>()[j] = from.data<std::string>()[i];
+    return;
+  }
+  const size_t b = dtype_size(from.dtype());
+  std::memcpy(static_cast<char*>(to.raw_data()) + j * b,
+              static_cast<const char*>(from.raw_data()) + i * b, b);
+}
+
+}  // namespace
+
+// Keys sorted ascending (stable, so equal keys keep their order and the last of a run wins).
+Tensor Tensor::map(Tensor keys, Tensor values) {
+  if (!keys.is_tensor() || !values.is_tensor())
+    throw Error(cat("a map's keys and values are tensors, not ",
+                    (keys.is_tensor() ? values : keys).describe()));
+  if (keys.device() != Device::CPU || values.device() != Device::CPU)
+    throw Error("a map lives on the host");
+  if (keys.dtype() != DType::String && !is_integer(keys.dtype()))
+    throw Error(cat("a map's keys are integers or strings, not ", dtype_name(keys.dtype())));
+  // An undefined `values`: an empty map whose value type is not known yet (a MapProto file
+  // without values; the input reader gives it the model's declared type).
+  const bool untyped = !values.defined();
+  if (untyped ? keys.numel() != 0 || keys.rank() != 1
+              : keys.rank() != 1 || values.rank() != 1 || keys.numel() != values.numel())
+    throw Error(cat("a map needs 1-D keys and values of one length, not ", shape_str(keys.shape()),
+                    " and ", untyped ? std::string("no values") : shape_str(values.shape())));
+  const int64_t n = keys.numel();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::vector<int64_t> ints;
+  if (keys.dtype() != DType::String) ints = keys.to_int_vector();
+  auto less = [&](int64_t a, int64_t b) {
+    if (keys.dtype() == DType::String) return keys.data<std::string>()[a] < keys.data<std::string>()[b];
+    return ints[a] < ints[b];
+  };
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<int64_t> kept;  // the last index of each run of equal keys
+  for (size_t i = 0; i < order.size(); ++i)
+    if (i + 1 == order.size() || less(order[i], order[i + 1])) kept.push_back(order[i]);
+  const int64_t m = static_cast<int64_t>(kept.size());
+  Tensor k(keys.dtype(), {m}), v = untyped ? Tensor() : Tensor(values.dtype(), {m});
+  for (int64_t j = 0; j < m; ++j) {
+    copy_element(keys, kept[j], k, j);
+    copy_element(values, kept[j], v, j);
+  }
+  Tensor r;
+  r.kind_ = ValueKind::Map;
+  r.key_ = keys.dtype();
+  r.dtype_ = values.dtype();
+  r.shape_ = {0};
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::vector<Tensor>{k, v});
+  return r;
+}
+
+const Tensor& Tensor::map_keys() const {
+  if (kind_ != ValueKind::Map) throw Error(cat("a ", describe(), " is not a map"));
+  return (*items_)[0];
+}
+
+const Tensor& Tensor::map_values() const {
+  if (kind_ != ValueKind::Map) throw Error(cat("a ", describe(), " is not a map"));
+  return (*items_)[1];
 }
 
 Tensor Tensor::optional(DType elem, ValueKind inner, Tensor value) {
@@ -142,7 +235,13 @@ const std::vector<Tensor>& Tensor::items() const {
 std::string Tensor::describe() const {
   switch (kind_) {
     case ValueKind::Sequence:
+      if (inner_ == ValueKind::Map)
+        return cat("sequence(map(", dtype_name(key_), ", ", dtype_name(dtype_), ")) of ",
+                   items_->size());
       return cat("sequence(", dtype_name(dtype_), ") of ", items_->size());
+    case ValueKind::Map:
+      return cat("map(", dtype_name(key_), ", ", dtype_name(dtype_), ") of ",
+                 (*items_)[0].numel());
     case ValueKind::Optional:
       return items_->empty() ? cat("empty optional(", value_kind_name(inner_), ")")
                              : cat("optional(", (*items_)[0].describe(), ")");
@@ -155,8 +254,8 @@ std::string Tensor::describe() const {
 void Tensor::check_type(DType want) const {
   if (kind_ != ValueKind::Tensor)
     throw Error(cat("a ", describe(),
-                    " is not a tensor (its elements are read by the sequence "
-                    "and optional ops)"));
+                    " is not a tensor (its elements are read by the sequence, optional "
+                    "and map ops)"));
   if (want != dtype_)
     throw Error(cat("tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(want)));
 }

@@ -46,15 +46,16 @@ class Storage {
   void (*deleter_)(void*) = nullptr;
 };
 
-// What a Tensor object holds: a tensor, or one of ONNX's non-tensor values, a sequence of
-// tensors or an optional (a tensor, a sequence, or nothing). The non-tensor values travel as
-// Tensor objects so the executor, If, Loop and the kernel interface pass them like any value;
-// the sequence and optional ops read them (runtime/cpu/kernels/sequence.cc; on the host in every
-// executor). Such a
-// value has no storage and the shape [0] (nbytes() 0), its dtype is the element type, and
-// data<T>() on it throws; the executor gives non-tensor inputs only to the ops that take them.
-enum class ValueKind : uint8_t { Tensor, Sequence, Optional };
-const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional"
+// What a Tensor object holds: a tensor, or one of ONNX's non-tensor values: a sequence of
+// tensors or of maps, an optional (a tensor, a sequence, or nothing), a map (keys to scalar
+// values: ai.onnx.ml's ZipMap, DictVectorizer, CastMap). The non-tensor values travel as Tensor
+// objects so the executor, If, Loop and the kernel interface pass them like any value; the
+// sequence, optional and map ops read them (runtime/cpu/kernels/sequence.cc, ml_maps.cc; on the
+// host in every executor). Such a value has no storage and the shape [0] (nbytes() 0), its dtype
+// is the element (a map's value) type, and data<T>() on it throws; the executor gives non-tensor
+// inputs only to the ops that take them.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional, Map };
+const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional", "map"
 
 class Tensor {
  public:
@@ -80,6 +81,15 @@ class Tensor {
   // A sequence of tensors of element type `elem` (every item a tensor of that type; Undefined
   // only for an empty sequence of unknown type).
   static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // A map: 1-D `keys` (an integer type or string) and 1-D `values` of the same length, the
+  // value type being the map's dtype(). Stored sorted by key, as ONNX Runtime's std::map; a key
+  // given twice keeps its last value (ZipMap over repeated labels does the same there). An
+  // undefined `values` makes an empty map of no value type yet (read from a MapProto file
+  // without values; the input reader gives it the model's declared type).
+  static Tensor map(Tensor keys, Tensor values);
+  // A sequence of maps, every item a map from `key` to `value` (a sequence() of maps also
+  // takes its types from its first item; this form also makes an empty one).
+  static Tensor map_sequence(DType key, DType value, std::vector<Tensor> items);
   // An optional holding `value` (a tensor or a sequence), or, when `value` is undefined, an empty
   // optional of a tensor or sequence (`inner`) of element type `elem`.
   static Tensor optional(DType elem, ValueKind inner, Tensor value);
@@ -87,11 +97,18 @@ class Tensor {
 
   ValueKind kind() const { return kind_; }
   bool is_tensor() const { return kind_ == ValueKind::Tensor; }
-  // A sequence's items; an optional's element (none or one). Throws for a tensor.
+  // A sequence's items; an optional's element (none or one); a map's {keys, values}. Throws for
+  // a tensor.
   const std::vector<Tensor>& items() const;
-  // An optional's kind of element (Tensor or Sequence).
+  // An optional's kind of element (Tensor or Sequence); a sequence's kind of item (Tensor or
+  // Map).
   ValueKind inner_kind() const { return inner_; }
-  // "tensor(float32) [2, 3]", "sequence(float32) of 3", "optional(sequence(int64))", ...
+  // A map's (or a sequence of maps') key type; Undefined otherwise.
+  DType key_dtype() const { return key_; }
+  const Tensor& map_keys() const;    // a map's keys, ascending
+  const Tensor& map_values() const;  // the values, in the keys' order
+  // "tensor(float32) [2, 3]", "sequence(float32) of 3", "optional(sequence(int64))",
+  // "map(string, float32) of 3", "sequence(map(int64, float32)) of 2", ...
   std::string describe() const;
 
   bool defined() const { return dtype_ != DType::Undefined || kind_ != ValueKind::Tensor; }
@@ -138,8 +155,9 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   Device device_ = Device::CPU;
   ValueKind kind_ = ValueKind::Tensor;
-  ValueKind inner_ = ValueKind::Tensor;               // optionals: what they hold
-  std::shared_ptr<const std::vector<Tensor>> items_;  // sequences and optionals
+  ValueKind inner_ = ValueKind::Tensor;               // optionals: what they hold; sequences: items
+  DType key_ = DType::Undefined;                      // maps and sequences of maps: key type
+  std::shared_ptr<const std::vector<Tensor>> items_;  // sequences, optionals, maps
 };
 
 // Converts every element to `to` (ONNX Cast semantics: float→int truncates toward zero,

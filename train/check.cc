@@ -10,6 +10,7 @@
 
 #include "convert/export.h"
 #include "runtime/cuda/device.h"
+#include "runtime/value_numbers.h"
 
 namespace oat::train {
 
@@ -129,7 +130,7 @@ std::map<std::string, Tensor> feeds_for(const TrainingGraph& tg, const Tensor& i
 }
 
 bool all_finite(const Tensor& t) {
-  if (!is_floating(t.dtype())) return true;
+  if (!t.is_tensor() || !is_floating(t.dtype())) return true;
   const Tensor f = cast_tensor(t, DType::F32);
   const float* p = f.data<float>();
   for (int64_t i = 0; i < f.numel(); ++i)
@@ -159,8 +160,8 @@ std::vector<Tensor> local_reference(const Node& node, const Graph& g,
     else if (auto it2 = feeds.find(in); it2 != feeds.end()) t = &it2->second;
     else if (auto it3 = g.initializers.find(in); it3 != g.initializers.end()) t = &it3->second;
     if (!t) throw Error(cat(node.describe(), ": check has no value for input '", in, "'"));
-    f[in] = is_low_float(t->dtype()) ? cast_tensor(*t, DType::F32) : *t;
-    if (absolute && is_floating(f[in].dtype())) {
+    f[in] = t->is_tensor() && is_low_float(t->dtype()) ? cast_tensor(*t, DType::F32) : *t;
+    if (absolute && f[in].is_tensor() && is_floating(f[in].dtype())) {
       Tensor a = cast_tensor(f[in], DType::F32).clone();  // values share storage: never in place
       float* p = a.data<float>();
       for (int64_t k = 0; k < a.numel(); ++k) p[k] = std::fabs(p[k]);
@@ -215,7 +216,7 @@ bool sum_like(OpId op) {
 }
 
 double max_abs(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype())) return 0.0;
+  if (!t.defined() || !t.is_tensor() || !is_floating(t.dtype())) return 0.0;
   double m = 0.0;
   const Tensor f = cast_tensor(t, DType::F32);
   const float* p = f.data<float>();
@@ -286,8 +287,13 @@ CheckReport run_forward_check(const Graph& model, const Tensor& input, const Che
     auto b = r.values.find(out.name);
     if (a != m.values.end() && b != r.values.end() && is_floating(a->second.dtype()) &&
         is_floating(b->second.dtype())) {
-      const Diff d = diff(a->second, b->second);
-      e.add(out.name, d.abs, d.rel());
+      // (ZipMap's sequence of maps: its maps' values, when both paths have the same keys)
+      const Tensor fa = flat_values(a->second), fb = flat_values(b->second);
+      if (fa.defined() && fb.defined() && fa.numel() == fb.numel() &&
+          same_keys(a->second, b->second)) {
+        const Diff d = diff(fa, fb);
+        e.add(out.name, d.abs, d.rel());
+      }
     }
     rep.outputs.push_back(e);
   }
@@ -441,7 +447,9 @@ void compare_nodes(CheckReport& rep, const TrainingGraph& ref, const TrainingGra
         if (v.empty() || !m.values.count(v) || !r.values.count(rv)) continue;
         const Tensor& a = m.values.at(v);
         const Tensor& b = r.values.at(rv);
-        if (!is_floating(a.dtype()) || !is_floating(b.dtype())) continue;
+        // (sequences and maps, e.g. ZipMap's, are not compared: only their float tensors are)
+        if (!a.is_tensor() || !b.is_tensor() || !is_floating(a.dtype()) || !is_floating(b.dtype()))
+          continue;
         Diff d = diff(a, b);
         if (is_grad) c.grad.add(v, d.abs / scale, d.rel());
         else c.out.add(v, d.abs, d.rel());
@@ -453,7 +461,9 @@ void compare_nodes(CheckReport& rep, const TrainingGraph& ref, const TrainingGra
     for (size_t i = 0; i < loc.size() && i < n.outputs.size(); ++i) {
       if (!loc[i].defined() || !m.values.count(n.outputs[i])) continue;
       const Tensor& a = m.values.at(n.outputs[i]);
-      if (!is_floating(a.dtype()) || !is_floating(loc[i].dtype())) continue;
+      if (!a.is_tensor() || !loc[i].is_tensor() || !is_floating(a.dtype()) ||
+          !is_floating(loc[i].dtype()))
+        continue;
       // Gradients below the format's normal range (exempt: loss scaling is their remedy, and
       // the dynamic scaler grows S while no overflow occurs); forward values are not.
       Diff d = diff(a, loc[i], max_finite(a.dtype()), is_grad ? low_range(a.dtype()) : LowRange{});

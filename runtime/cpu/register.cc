@@ -32,6 +32,7 @@ void register_kernels(KernelRegistry& r) {
   register_ml_linear(r);
   register_ml_svm(r);
   register_ml_trees(r);
+  register_ml_maps(r);
   register_random(r);
   // signal processing (opset 17)
   register_signal_window(r);

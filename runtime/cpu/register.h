@@ -40,6 +40,7 @@ void register_ml_encoders(KernelRegistry& r);  // kernels/ml_encoders.cc: LabelE
 void register_ml_linear(KernelRegistry& r);    // kernels/ml_linear.cc: LinearRegressor/Classifier
 void register_ml_svm(KernelRegistry& r);       // kernels/ml_svm.cc: SVMRegressor SVMClassifier
 void register_ml_trees(KernelRegistry& r);     // kernels/ml_trees.cc: TreeEnsemble*
+void register_ml_maps(KernelRegistry& r);      // kernels/ml_maps.cc: ZipMap DictVectorizer CastMap
 // kernels/random.cc: RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli
 // Multinomial
 void register_random(KernelRegistry& r);

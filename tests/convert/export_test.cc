@@ -45,6 +45,22 @@ Graph two_overflows() {
 }  // namespace
 
 TEST_SUITE("export") {
+  TEST_CASE("deviation of ZipMap's sequence of maps: its values as numbers, its keys exactly") {
+    auto maps = [](std::vector<int64_t> keys, std::vector<float> a, std::vector<float> b) {
+      const Tensor k = Tensor::from_vector<int64_t>({static_cast<int64_t>(keys.size())}, keys);
+      return Tensor::sequence(
+          DType::F32, {Tensor::map(k, Tensor::from_vector<float>({2}, a)),
+                       Tensor::map(k, Tensor::from_vector<float>({2}, b))});
+    };
+    const Tensor ref = maps({0, 1}, {0.25f, 0.75f}, {0.5f, 0.5f});
+    OutputDeviation d = deviation("p", maps({0, 1}, {0.25f, 0.75f}, {0.5f, 0.4375f}), ref);
+    CHECK(d.max_abs == doctest::Approx(0.0625));
+    CHECK(d.max_ref == doctest::Approx(0.75));
+    CHECK(d.top1_agree == -1);
+    CHECK(std::isinf(deviation("p", maps({0, 2}, {0.25f, 0.75f}, {0.5f, 0.5f}), ref).rel));
+    CHECK(std::isinf(deviation("p", Tensor::sequence(DType::F32, {ref.items()[0]}), ref).rel));
+  }
+
   TEST_CASE("deviation: relative to the largest |reference|, overflow is infinite, top-1 by row") {
     const Tensor ref = Tensor::from_vector<float>({2, 3}, {1, 4, 2, -8, 0, 1});
     const Tensor got = Tensor::from_vector<float>({2, 3}, {1, 3.5f, 2, -8, 1.25f, 1});

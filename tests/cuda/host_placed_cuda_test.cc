@@ -338,8 +338,12 @@ TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does"
                              {"target_nodeids", ints_attribute({1, 2})},
                              {"target_ids", ints_attribute({0, 0})},
                              {"target_weights", oat_test::attr_floats({-1, 1})}}));
+  // z = ZipMap(p): a sequence of maps, made on the host from the host's p
+  g.nodes.push_back(ml_node("zip", "ZipMap", {"p"}, {"z"},
+                            {{"classlabels_strings", oat_test::attr_strings({"a", "b", "c"})}}));
   g.initializers["two"] = Tensor::scalar(2.0f);
-  for (const char* o : {"label", "q", "t"}) g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
+  for (const char* o : {"label", "q", "t", "z"})
+    g.outputs.push_back(info(o, DType::Undefined, std::nullopt));
   Executor cpu(g);
   ExecutorOptions o;
   o.device = Device::CUDA;
@@ -347,7 +351,7 @@ TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does"
   const std::map<std::string, Tensor> feeds = {
       {"x", Tensor::from_vector<float>({3, 2}, {1, 0.5f, -2, 3, 0.25f, -1})}};
   const std::vector<Tensor> want = cpu.run(feeds), got = gpu.run(feeds);
-  REQUIRE(got.size() == 3);
+  REQUIRE(got.size() == 4);
   REQUIRE(got[0].dtype() == DType::String);
   // s = [(1, 0.5), (-1, 3), (-0.5, 0)]: scores (1, 0.5, -1), (-1, 3, -1.5), (-0.5, 0, 1)
   const std::vector<std::string> labels_got(got[0].data<std::string>(),
@@ -358,4 +362,10 @@ TEST_CASE("ai.onnx.ml nodes run on the host in a CUDA executor, as the CPU does"
   check_same(want[1], got[1], "q");
   check_same(want[2], got[2], "t");
   CHECK(got[2].to_float_vector() == std::vector<float>{-1, 1, -1});
+  REQUIRE(got[3].describe() == "sequence(map(string, float32)) of 3");
+  for (size_t row = 0; row < 3; ++row) {
+    CAPTURE(row);
+    CHECK(got[3].items()[row].map_values().to_float_vector() ==
+          want[3].items()[row].map_values().to_float_vector());
+  }
 }

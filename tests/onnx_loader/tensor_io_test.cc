@@ -1,8 +1,9 @@
-// .npy and TensorProto .pb files: round trips for every dtype, numpy's own bytes, and malformed
-// files, each an error naming the file.
+// .npy, TensorProto and MapProto .pb files: round trips for every dtype, numpy's own bytes, and
+// malformed files, each an error naming the file.
 #include "onnx_loader/tensor_io.h"
 
 #include <doctest/doctest.h>
+#include <onnx/onnx-data_pb.h>
 
 #include "onnx_loader/model.h"
 #include "onnx_loader/model_builder.h"
@@ -207,4 +208,58 @@ TEST_CASE(".pb TensorProto round trip for every dtype, with the name") {
                        Error);
   CHECK_THROWS_WITH_AS(write_tensor_pb(Tensor::scalar(1.0f), "x", dir / "no/such/dir/x.pb"),
                        doctest::Contains("is not an existing folder"), Error);
+}
+
+TEST_CASE("MapProto files and sequences of maps: round trips, numpy_helper's layout, errors") {
+  TempDir dir;
+  Tensor keys(DType::String, {3});
+  keys.data<std::string>()[0] = "b";
+  keys.data<std::string>()[1] = "a";
+  keys.data<std::string>()[2] = "c";
+  const Tensor m = Tensor::map(keys, Tensor::from_vector<double>({3}, {2, 1, 3}));
+  write_value_pb(m, "m", dir / "m.pb");
+  NamedTensor back = read_value_pb(dir / "m.pb", ValueKind::Map);
+  CHECK(back.name == "m");
+  REQUIRE(back.tensor.kind() == ValueKind::Map);
+  CHECK(back.tensor.key_dtype() == DType::String);
+  CHECK(back.tensor.map_keys().data<std::string>()[0] == "a");
+  CHECK(back.tensor.map_values().to_float_vector() == std::vector<float>{1, 2, 3});
+
+  const Tensor im = Tensor::map(Tensor::from_vector<int32_t>({2}, {9, -4}),
+                                Tensor::from_vector<int64_t>({2}, {90, -40}));
+  const Tensor seq = Tensor::sequence(DType::I64, {im, im});
+  write_value_pb(seq, "s", dir / "s.pb");
+  const Tensor s = read_value_pb(dir / "s.pb", ValueKind::Sequence).tensor;
+  CHECK(s.describe() == "sequence(map(int32, int64)) of 2");
+  CHECK(s.items()[1].map_keys().to_int_vector() == std::vector<int64_t>{-4, 9});
+  CHECK(s.items()[1].map_values().to_int_vector() == std::vector<int64_t>{-40, 90});
+
+  // onnx.numpy_helper.from_dict writes one scalar tensor per key; one tensor of all the values
+  // is read too; a count that matches neither is an error naming the file
+  onnx::MapProto p;
+  p.set_name("q");
+  p.set_key_type(onnx::TensorProto::INT64);
+  p.add_keys(5);
+  p.add_keys(1);
+  p.mutable_values()->set_elem_type(onnx::SequenceProto::TENSOR);
+  auto* t = p.mutable_values()->add_tensor_values();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(2);
+  t->add_float_data(0.5f);
+  t->add_float_data(0.25f);
+  std::string bytes;
+  p.SerializeToString(&bytes);
+  write_file_atomic(dir / "q.pb", bytes);
+  const Tensor q = read_value_pb(dir / "q.pb", ValueKind::Map).tensor;
+  CHECK(q.map_values().to_float_vector() == std::vector<float>{0.25f, 0.5f});
+  p.add_keys(7);
+  p.SerializeToString(&bytes);
+  write_file_atomic(dir / "q3.pb", bytes);
+  CHECK_THROWS_WITH_AS(read_value_pb(dir / "q3.pb", ValueKind::Map),
+                       doctest::Contains("q3.pb: map 'q': 3 keys and 2 values"), Error);
+  p.set_key_type(onnx::TensorProto::FLOAT);
+  p.SerializeToString(&bytes);
+  write_file_atomic(dir / "qf.pb", bytes);
+  CHECK_THROWS_WITH_AS(read_value_pb(dir / "qf.pb", ValueKind::Map),
+                       doctest::Contains("keys of type float32"), Error);
 }

@@ -82,6 +82,12 @@ inline std::vector<Tensor> run_node(const std::string& op, int64_t opset,
     std::vector<oat::Dim> dims;  // composite ops' expansions read ranks and sizes from here
     for (int64_t d : inputs[i].shape()) dims.push_back(oat::Dim{d, ""});
     g.inputs.push_back(oat::ValueInfo{name, inputs[i].dtype(), dims});
+    if (!inputs[i].is_tensor()) {  // a sequence, optional or map: declared as what it is
+      g.inputs.back().shape.reset();
+      g.inputs.back().kind = inputs[i].kind();
+      g.inputs.back().inner = inputs[i].inner_kind();
+      g.inputs.back().key = inputs[i].key_dtype();
+    }
     feeds[name] = inputs[i];
   }
   for (int o = 0; o < n_outputs; ++o) {

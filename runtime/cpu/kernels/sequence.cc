@@ -109,7 +109,9 @@ void sequence_erase(KernelContext& ctx) {
   const int64_t at = ctx.has_input(1) ? position(ctx, 1, n, 0, n - 1) : n - 1;
   std::vector<Tensor> items = s.items();
   items.erase(items.begin() + at);
-  ctx.set_output(0, Tensor::sequence(s.dtype(), std::move(items)));
+  ctx.set_output(0, s.inner_kind() == ValueKind::Map  // a sequence of maps stays one when empty
+                        ? Tensor::map_sequence(s.key_dtype(), s.dtype(), std::move(items))
+                        : Tensor::sequence(s.dtype(), std::move(items)));
 }
 
 void sequence_length(KernelContext& ctx) {

@@ -3,7 +3,8 @@
 
     python3 scripts/compare_ml_ort.py [--bin build/onnx-amp-train] [--seed 0] [--cases 3] [-v]
 
-Each case is a one-node model (Scaler, ..., TreeEnsembleClassifier) with random attributes in the
+Each case is a one-node model (Scaler, ..., TreeEnsembleClassifier, ZipMap, DictVectorizer,
+CastMap; map inputs fed as MapProto files) with random attributes in the
 shapes and conventions the exporters (skl2onnx, onnxmltools) write, plus the edge cases the spec
 allows (NaN inputs with missing_value_tracks_true, string labels, opset 3's *_as_tensor). Both
 runtimes run it; float outputs must agree to rtol 1e-5 / atol 1e-5 (NaN where the other has NaN),
@@ -44,13 +45,61 @@ def run_ort(m, feeds):
     return s.run(None, feeds)
 
 
+def typed_model(op, inputs, outputs, attrs, ml_opset=1):
+    """inputs, outputs: [(name, TypeProto)] (maps and sequences of maps)."""
+    node = helper.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs], domain=ML, **attrs)
+    g = helper.make_graph([node], op.lower(), [helper.make_value_info(n, t) for n, t in inputs],
+                          [helper.make_value_info(n, t) for n, t in outputs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, ml_opset)])
+    m.ir_version = 8
+    return m
+
+
+def map_proto(d, name):
+    """A MapProto in onnx.numpy_helper.from_dict's layout (one scalar tensor per key); string
+    keys too, which from_dict does not take."""
+    p = onnx.MapProto()
+    p.name = name
+    keys = list(d)
+    if keys and isinstance(keys[0], str):
+        p.key_type = TensorProto.STRING
+        p.string_keys.extend(k.encode() for k in keys)
+    else:
+        p.key_type = TensorProto.INT64
+        p.keys.extend(int(k) for k in keys)
+    p.values.elem_type = onnx.SequenceProto.TENSOR
+    for k in keys:
+        v = d[k]
+        # Python floats as float32 (the maps ONNX Runtime's Python API takes are of float)
+        dtype = object if isinstance(v, str) else np.float32 if isinstance(v, float) else None
+        p.values.tensor_values.append(numpy_helper.from_array(np.array(v, dtype=dtype)))
+    return p
+
+
+def plain(x):
+    """A value read back from our files, in the form ONNX Runtime returns (str keys, numbers)."""
+    if isinstance(x, dict):
+        return {(k.decode() if isinstance(k, bytes) else k): plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [plain(v) for v in x]
+    a = np.asarray(x)
+    if a.dtype == object:
+        a = np.array([v.decode() if isinstance(v, bytes) else v for v in a.ravel()]).reshape(a.shape)
+    return a
+
+
 def run_ours(binary, m, feeds, tmp):
     path = os.path.join(tmp, "m.onnx")
     onnx.save(m, path)
     args = [binary, "infer", path, "-o", os.path.join(tmp, "out")]
     for k, v in feeds.items():
-        f = os.path.join(tmp, k + ".npy")
-        np.save(f, v)
+        if isinstance(v, dict):
+            f = os.path.join(tmp, k + ".pb")
+            with open(f, "wb") as fh:
+                fh.write(map_proto(v, k).SerializeToString())
+        else:
+            f = os.path.join(tmp, k + ".npy")
+            np.save(f, v)
         args += ["-i", f"{k}={f}"]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
@@ -58,9 +107,15 @@ def run_ours(binary, m, feeds, tmp):
         raise RuntimeError(msg if r.returncode == 1 else f"exit status {r.returncode}: {msg}")
     outs = []
     for k in range(len(m.graph.output)):
-        t = onnx.TensorProto()
         with open(os.path.join(tmp, "out", f"output_{k}.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
+            data = fh.read()
+        if m.graph.output[k].type.HasField("sequence_type"):
+            sp = onnx.SequenceProto()
+            sp.ParseFromString(data)
+            outs.append(plain(numpy_helper.to_list(sp)))
+            continue
+        t = onnx.TensorProto()
+        t.ParseFromString(data)
         a = numpy_helper.to_array(t)
         if a.dtype == object:
             a = np.array([x.decode() if isinstance(x, bytes) else x for x in a.ravel()]).reshape(a.shape)
@@ -69,6 +124,10 @@ def run_ours(binary, m, feeds, tmp):
 
 
 def same(a, b):
+    if isinstance(a, list) or isinstance(b, list):  # sequences (of maps)
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b) and all(same(a[k], b[k]) for k in a)
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind in "OUS" or b.dtype.kind in "OUS":
         return a.shape == b.shape and [str(x) for x in a.ravel()] == [str(x) for x in b.ravel()]
@@ -300,6 +359,49 @@ def tree_cases(rng):
     yield "TreeEnsembleClassifier binary, both classes", model("TreeEnsembleClassifier", [("X", x)], [("Y", TensorProto.INT64), ("Z", TensorProto.FLOAT)], attrs), {"X": x}
 
 
+def map_cases(rng):
+    T = helper.make_tensor_type_proto
+    def map_t(key, value):
+        return helper.make_map_type_proto(key, T(value, None))
+    seq_map = lambda key: helper.make_sequence_type_proto(map_t(key, TensorProto.FLOAT))
+    n, c = 4, 3
+    x = rng.random((n, c)).astype(np.float32)
+    labels = [f"class_{i}" for i in rng.permutation(c)]
+    yield "ZipMap string labels", typed_model("ZipMap", [("X", T(TensorProto.FLOAT, [n, c]))], [("Z", seq_map(TensorProto.STRING))],
+                                              dict(classlabels_strings=labels)), {"X": x}
+    ids = [int(v) for v in rng.choice(100, c, replace=False) - 50]
+    yield "ZipMap int64 labels", typed_model("ZipMap", [("X", T(TensorProto.FLOAT, [n, c]))], [("Z", seq_map(TensorProto.INT64))],
+                                             dict(classlabels_int64s=ids)), {"X": x}
+    x1 = x[0].copy()
+    yield "ZipMap 1-D X", typed_model("ZipMap", [("X", T(TensorProto.FLOAT, [c]))], [("Z", seq_map(TensorProto.INT64))],
+                                      dict(classlabels_int64s=ids)), {"X": x1}
+    # ONNX Runtime's Python API feeds maps of float values only (map(string | int64, float)):
+    # the double, int64 and string maps are checked by tests/runtime/ml_maps_test.cc instead.
+    words = ["a", "bb", "c", "dd", "e", "ff"]
+    present = [w for w in words if rng.random() < 0.6] or ["a"]
+    vocab = [words[i] for i in rng.permutation(len(words))[:4]]
+    d = {w: float(rng.integers(-9, 9)) for w in present}
+    yield "DictVectorizer string->float", typed_model(
+        "DictVectorizer", [("X", map_t(TensorProto.STRING, TensorProto.FLOAT))], [("Y", T(TensorProto.FLOAT, None))],
+        dict(string_vocabulary=vocab)), {"X": d}
+    ikeys = [int(k) for k in rng.choice(20, 5, replace=False)]
+    ivocab = [int(k) for k in rng.choice(20, 6, replace=False)]
+    d = {k: float(rng.standard_normal()) for k in ikeys}
+    yield "DictVectorizer int64->float", typed_model(
+        "DictVectorizer", [("X", map_t(TensorProto.INT64, TensorProto.FLOAT))], [("Y", T(TensorProto.FLOAT, None))],
+        dict(int64_vocabulary=ivocab)), {"X": d}
+    fkeys = [int(k) for k in rng.choice(8, 5, replace=False)]
+    fmap = {k: float(np.float32(rng.standard_normal() * 50)) for k in fkeys}
+    outs = {"TO_FLOAT": TensorProto.FLOAT, "TO_INT64": TensorProto.INT64, "TO_STRING": TensorProto.STRING}
+    for cast_to, out in outs.items():
+        for form in ["DENSE", "SPARSE"]:
+            attrs = dict(cast_to=cast_to, map_form=form)
+            if form == "SPARSE":
+                attrs["max_map"] = int(rng.integers(1, 10))
+            yield f"CastMap float {cast_to} {form}", typed_model(
+                "CastMap", [("X", map_t(TensorProto.INT64, TensorProto.FLOAT))], [("Y", T(out, None))], attrs), {"X": fmap}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/onnx-amp-train")
@@ -311,7 +413,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for draw in range(a.cases):
             rng = np.random.default_rng(a.seed * 1000 + draw)
-            for gen in [features_cases, encoder_cases, linear_cases, svm_cases, tree_cases]:
+            for gen in [features_cases, encoder_cases, linear_cases, svm_cases, tree_cases, map_cases]:
                 for name, m, feeds in gen(rng):
                     total += 1
 
@@ -331,7 +433,8 @@ def main():
                         bad += 1
                         print(f"FAIL  {name} (draw {draw})")
                         for g, r in zip(got, ref):
-                            print("   ours", np.asarray(g).ravel()[:12], "\n   ort ", np.asarray(r).ravel()[:12])
+                            show = (lambda v: v[:3]) if isinstance(g, list) else (lambda v: np.asarray(v).ravel()[:12])
+                            print("   ours", show(g), "\n   ort ", show(r))
                     elif a.verbose or draw == 0:
                         print(f"ok    {name}")
     print(f"{total - bad} of {total} cases agree with ONNX Runtime")

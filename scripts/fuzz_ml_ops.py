@@ -23,7 +23,7 @@ import compare_ml_ort as c  # noqa: E402
 
 
 def all_cases(rng):
-    for gen in [c.features_cases, c.encoder_cases, c.linear_cases, c.svm_cases, c.tree_cases]:
+    for gen in [c.features_cases, c.encoder_cases, c.linear_cases, c.svm_cases, c.tree_cases, c.map_cases]:
         yield from gen(rng)
 
 
@@ -93,6 +93,15 @@ def mutate_input(rng, feeds):
     k = next(iter(feeds))
     x = feeds[k]
     choice = int(rng.integers(0, 3))
+    if isinstance(x, dict):  # a map input: emptied, a NaN value, or keys of the other type
+        if choice == 0:
+            feeds[k] = {}
+            return "empty map"
+        if choice == 1:
+            feeds[k] = {key: float("nan") for key in x}
+            return "NaN values"
+        feeds[k] = {(str(key) if not isinstance(key, str) else len(key)): v for key, v in x.items()}
+        return "keys retyped"
     if choice == 0 and x.ndim >= 1:
         feeds[k] = x.reshape(-1)[:0].reshape((0,) + x.shape[1:]) if x.ndim > 1 else x[:0]
         return "empty input"
@@ -130,7 +139,7 @@ def main():
                 ok += 1
             except RuntimeError as e:
                 msg = str(e)
-                lines = msg.splitlines()
+                lines = [x for x in msg.splitlines() if not x.startswith("note: ")]
                 if len(lines) == 1 and lines[0].startswith("error: "):
                     errors += 1
                 else:

@@ -32,9 +32,22 @@ std::map<std::string, Tensor> bind_input_files(const std::vector<std::string>& s
     DType declared_value = DType::Undefined;
     for (const auto& v : g.inputs)
       if (v.name == name) kind = v.kind, declared_value = v.dtype;
-    onnx_loader::NamedTensor nt = kind == ValueKind::Tensor
-                                      ? onnx_loader::read_tensor_file(file)
-                                      : onnx_loader::read_value_pb(file, kind);
+    onnx_loader::NamedTensor nt;
+    try {
+      nt = kind == ValueKind::Tensor ? onnx_loader::read_tensor_file(file)
+                                     : onnx_loader::read_value_pb(file, kind);
+    } catch (const Unsupported&) {
+      throw;
+    } catch (const Error& e) {
+      // A file without NAME= is read as a tensor: say how a non-tensor input is given.
+      const ValueInfo* other = nullptr;
+      for (const auto& v : g.inputs)
+        if (v.kind != ValueKind::Tensor && !other) other = &v;
+      if (!name.empty() || !other) throw;
+      throw Error(cat(e.what(), " (a file without NAME= is read as a tensor; input '",
+                      other->name, "' is a ", other->type_string(), ": give it as ", other->name,
+                      "=FILE.pb)"));
+    }
     // An empty map's file holds no value, so no value type: it takes the declared one.
     if (nt.tensor.kind() == ValueKind::Map && nt.tensor.dtype() == DType::Undefined &&
         declared_value != DType::Undefined)

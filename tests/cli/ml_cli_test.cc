@@ -222,6 +222,11 @@ TEST_CASE("a map input: infer reads a MapProto file; train and check name the ma
   CHECK(onnx_loader::read_tensor_file(dir / "out/output_0.pb").tensor.to_float_vector() ==
         std::vector<float>{3, 0, 8});
 
+  // without NAME= a file is read as a tensor: the error says how to give the map
+  r = run_cli({"infer", model, "-i", mf, "-o", dir / "bad"}, dir);
+  CHECK(r.status == 1);
+  CHECK_MESSAGE(has(r.err, "input 'm' is a map(string, float32): give it as m=FILE.pb"), r.err);
+
   // a tensor file where the map belongs, and a map with the wrong key type, are named
   const std::string xf = dir / "x.npy";
   onnx_loader::write_npy(Tensor::from_vector<float>({2}, {1, 2}), xf);
